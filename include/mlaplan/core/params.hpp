@@ -1,0 +1,84 @@
+#pragma once
+// Parameter counts and weight bytes, as sums over the named weight tensors of a model.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mlaplan/core/dtype.hpp"
+#include "mlaplan/core/model.hpp"
+#include "mlaplan/core/units.hpp"
+
+namespace mlaplan {
+
+enum class WeightGroup { embedding, attention, indexer, dense_mlp, routed_experts, shared_experts, router, norms, lm_head, mtp };
+std::string_view to_string(WeightGroup g);
+
+// How a tensor is laid out across ranks.
+enum class Shard {
+  replicated,  // every rank holds all of it
+  tensor,      // split across the TP ranks (column/row parallel, vocab parallel)
+  kv_heads,    // split by KV heads across TP ranks, replicated when h_kv < TP
+  expert,      // routed experts: split across EP ranks, or across TP ranks without EP
+};
+
+struct WeightTensor {
+  std::string name;
+  WeightGroup group = WeightGroup::attention;
+  std::int64_t rows = 0;          // output features (or vector length)
+  std::int64_t cols = 1;          // input features (1 for vectors)
+  std::int64_t count = 1;         // copies in the model (layers × experts)
+  std::int64_t active_count = 0;  // copies one token of the main model touches
+  bool linear = false;            // a matrix that weight quantization applies to
+  Shard shard = Shard::replicated;
+  std::int64_t experts_per_layer = 1;  // for Shard::expert
+
+  Params params() const { return Params{rows * cols * count}; }
+  Params active_params() const { return Params{rows * cols * active_count}; }
+};
+
+// All weight tensors of the model, the MTP modules included (group mtp), embeddings shared
+// between the main model and MTP counted once.
+std::vector<WeightTensor> weight_tensors(const ModelSpec& m);
+
+struct ParamCounts {
+  Params total{0};   // main + MTP
+  Params main{0};    // the model without MTP modules (DeepSeek-V3: 671B)
+  Params mtp{0};
+  Params active{0};  // touched per token by the main model (DeepSeek-V3: 37B)
+  std::map<WeightGroup, Params> by_group;
+};
+ParamCounts count_params(const ModelSpec& m);
+
+// How weights are stored.
+struct WeightPlan {
+  WeightDtype linear = WeightDtype::bf16;  // linear (matrix) weights
+  WeightDtype dense = WeightDtype::bf16;   // embeddings, norms, routers, biases, skipped modules
+  bool quantize_attention = true;          // false when the checkpoint keeps attention dense
+  std::int64_t block_rows = 128;           // fp8 block scale shape
+  std::int64_t block_cols = 128;
+};
+
+// What the config's quantization_config says; bf16 when it says nothing.
+WeightPlan default_weight_plan(const ModelSpec& m);
+// The plan for an explicit --weight-dtype.
+WeightPlan weight_plan_for(const ModelSpec& m, WeightDtype d);
+
+// Bytes of all copies of one tensor, quantization scales included:
+// fp8 block: rows·cols + ⌈rows/128⌉·⌈cols/128⌉·4; mxfp4: rows·cols/2 + rows·⌈cols/32⌉.
+Bytes tensor_bytes(const WeightTensor& t, const WeightPlan& plan);
+
+struct Parallelism {
+  std::int64_t tp = 1;  // tensor parallel ranks (attention heads, MLP, vocab)
+  std::int64_t dp = 1;  // data-parallel attention replicas
+  std::int64_t ep = 1;  // expert-parallel ranks for routed experts (1 = experts split by TP)
+  std::int64_t ranks() const { return tp * dp; }
+};
+
+// Bytes of one tensor held by one rank under a layout.
+Bytes tensor_bytes_per_rank(const ModelSpec& m, const WeightTensor& t, const WeightPlan& plan, const Parallelism& par);
+
+// Sum over tensors of tensor_bytes_per_rank; the rank that holds the most.
+Bytes weight_bytes_per_rank(const ModelSpec& m, const WeightPlan& plan, const Parallelism& par);
+
+}  // namespace mlaplan

@@ -1,0 +1,27 @@
+#pragma once
+// Bad input is an InputError: one line naming the file (or flag), the key and the value.
+// The CLI prints it and exits with code 2.
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlaplan {
+
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// "<where>: key '<key>' = <value>: <problem>"
+[[noreturn]] void fail_key(std::string_view where, std::string_view key, std::string_view value,
+                           std::string_view problem);
+// "<flag>: value '<value>': <problem>"
+[[noreturn]] void fail_flag(std::string_view flag, std::string_view value, std::string_view problem);
+// "<where>: <problem>"
+[[noreturn]] void fail(std::string_view where, std::string_view problem);
+
+// The closest candidate to `name` by edit distance, or "" when none is close.
+std::string closest_match(std::string_view name, const std::vector<std::string>& candidates);
+
+}  // namespace mlaplan

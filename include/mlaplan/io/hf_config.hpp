@@ -1,0 +1,28 @@
+#pragma once
+// Hugging Face config.json -> ModelSpec. This is the only code that knows HF key names.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mlaplan/core/model.hpp"
+
+namespace mlaplan {
+
+// Reads and parses a JSON file; InputError naming the file when it cannot.
+nlohmann::json load_json_file(const std::filesystem::path& path, const std::string& shown = {});
+
+// Applies one "key=value" override (dotted keys reach nested objects; the value is read as
+// JSON when it parses, otherwise as a string) before interpretation.
+void apply_override(nlohmann::json& config, const std::string& assignment);
+
+// Interprets a config. `source` names the file in error messages; `name` is the display name.
+ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& source, const std::string& name);
+
+// Loads a model from a config file (or a folder holding config.json) with overrides applied.
+// `shown` is how the file is named in messages (default: the path as given).
+ModelSpec load_model_file(const std::filesystem::path& path, const std::string& name,
+                          const std::vector<std::string>& overrides = {}, const std::string& shown = {});
+
+}  // namespace mlaplan

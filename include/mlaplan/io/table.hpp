@@ -1,0 +1,51 @@
+#pragma once
+// Rows and the four writers. A Document is a title, summary fields and tables; the CLI builds
+// one per command and hands it to render(). table and md humanise (KiB/MiB/GiB, thousands
+// separators); csv and json hold raw numbers under snake_case names that carry their unit.
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace mlaplan {
+
+enum class Unit { none, text, count, bytes, params, ratio, flops, seconds, flop_per_byte, bytes_per_s, flops_per_s, fraction };
+
+using Value = std::variant<std::monostate, bool, std::int64_t, double, std::string>;
+
+struct Field {
+  std::string key;    // JSON/CSV name, unit-bearing: bytes_per_token
+  std::string label;  // human label: "KV bytes per token"
+  Value value;
+  Unit unit = Unit::none;
+};
+
+struct Column {
+  std::string key;
+  std::string label;
+  Unit unit = Unit::none;
+};
+
+struct Table {
+  std::string name;   // JSON key / CSV section name
+  std::string title;  // human title
+  std::vector<Column> columns;
+  std::vector<std::vector<Value>> rows;
+};
+
+struct Document {
+  std::string title;
+  std::vector<Field> fields;
+  std::vector<Table> tables;
+  std::vector<std::string> notes;
+};
+
+enum class Format { table, csv, md, json };
+
+Format parse_format(const std::string& s);  // InputError on an unknown name
+std::string render(const Document& doc, Format f);
+
+// Humanised text of one value in a unit (as the table and md writers show it).
+std::string humanize(const Value& v, Unit u);
+
+}  // namespace mlaplan

@@ -1,0 +1,87 @@
+#include "mlaplan/core/dtype.hpp"
+
+#include <array>
+#include <utility>
+
+namespace mlaplan {
+namespace {
+
+template <class E, std::size_t N>
+std::optional<E> lookup(const std::array<std::pair<std::string_view, E>, N>& table, std::string_view s) {
+  for (const auto& [name, value] : table)
+    if (name == s) return value;
+  return std::nullopt;
+}
+
+template <class E, std::size_t N>
+std::string_view name_of(const std::array<std::pair<std::string_view, E>, N>& table, E e) {
+  for (const auto& [name, value] : table)
+    if (value == e) return name;
+  return "?";
+}
+
+constexpr std::array<std::pair<std::string_view, DType>, 6> kDTypes{{
+    {"fp32", DType::fp32}, {"tf32", DType::tf32}, {"bf16", DType::bf16},
+    {"fp16", DType::fp16}, {"fp8", DType::fp8},   {"fp4", DType::fp4}}};
+
+constexpr std::array<std::pair<std::string_view, KvDtype>, 5> kKvDtypes{{
+    {"bf16", KvDtype::bf16}, {"fp16", KvDtype::fp16}, {"fp8", KvDtype::fp8},
+    {"fp8_flashmla", KvDtype::fp8_flashmla}, {"fp4", KvDtype::fp4}}};
+
+constexpr std::array<std::pair<std::string_view, WeightDtype>, 5> kWeightDtypes{{
+    {"fp32", WeightDtype::fp32}, {"bf16", WeightDtype::bf16}, {"fp16", WeightDtype::fp16},
+    {"fp8", WeightDtype::fp8}, {"mxfp4", WeightDtype::mxfp4}}};
+
+}  // namespace
+
+std::string_view to_string(DType d) { return name_of(kDTypes, d); }
+std::optional<DType> parse_dtype(std::string_view s) { return lookup(kDTypes, s); }
+const std::vector<DType>& all_dtypes() {
+  static const std::vector<DType> v{DType::fp32, DType::tf32, DType::bf16, DType::fp16, DType::fp8, DType::fp4};
+  return v;
+}
+int dtype_bits(DType d) {
+  switch (d) {
+    case DType::fp32: case DType::tf32: return 32;
+    case DType::bf16: case DType::fp16: return 16;
+    case DType::fp8: return 8;
+    case DType::fp4: return 4;
+  }
+  return 16;
+}
+
+std::string_view to_string(KvDtype d) { return name_of(kKvDtypes, d); }
+std::optional<KvDtype> parse_kv_dtype(std::string_view s) {
+  if (s == "fp8_e4m3" || s == "fp8-e4m3") return KvDtype::fp8;
+  if (s == "fp8-flashmla" || s == "flashmla") return KvDtype::fp8_flashmla;
+  return lookup(kKvDtypes, s);
+}
+const std::vector<KvDtype>& all_kv_dtypes() {
+  static const std::vector<KvDtype> v{KvDtype::bf16, KvDtype::fp16, KvDtype::fp8, KvDtype::fp8_flashmla, KvDtype::fp4};
+  return v;
+}
+
+std::string_view to_string(WeightDtype d) { return name_of(kWeightDtypes, d); }
+std::optional<WeightDtype> parse_weight_dtype(std::string_view s) {
+  if (s == "fp4") return WeightDtype::mxfp4;
+  return lookup(kWeightDtypes, s);
+}
+const std::vector<WeightDtype>& all_weight_dtypes() {
+  static const std::vector<WeightDtype> v{WeightDtype::fp32, WeightDtype::bf16, WeightDtype::fp16,
+                                          WeightDtype::fp8, WeightDtype::mxfp4};
+  return v;
+}
+
+// values · b for 16/8-bit layouts; MXFP4 is values/2 bytes plus one 1-byte scale per 32 values.
+KvBytes kv_vector_bytes(std::int64_t values, KvDtype d) {
+  switch (d) {
+    case KvDtype::bf16:
+    case KvDtype::fp16: return {Bytes{values * 2}, Bytes{0}};
+    case KvDtype::fp8:
+    case KvDtype::fp8_flashmla: return {Bytes{values}, Bytes{0}};
+    case KvDtype::fp4: return {Bytes{ceil_div(values, 2)}, Bytes{ceil_div(values, 32)}};
+  }
+  return {};
+}
+
+}  // namespace mlaplan

@@ -1,0 +1,137 @@
+#include "mlaplan/io/hardware_json.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "mlaplan/io/error.hpp"
+#include "mlaplan/io/hf_config.hpp"
+
+namespace mlaplan {
+
+using nlohmann::json;
+
+namespace {
+
+struct Sourced {
+  double value = 0;
+  std::string source;
+  bool unconfirmed = false;
+};
+
+// Reads {"value": positive finite number, "source": non-empty string}.
+Sourced sourced(const json& j, const std::string& where, const std::string& key) {
+  if (!j.is_object() || !j.contains("value"))
+    fail_key(where, key, j.dump(), "expected an object {\"value\": number, \"source\": \"...\"}");
+  const json& v = j["value"];
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0)
+    fail_key(where, key + ".value", v.dump(), "expected a positive number");
+  if (!j.contains("source") || !j["source"].is_string() || j["source"].get<std::string>().empty())
+    fail_key(where, key + ".source", j.contains("source") ? j["source"].dump() : "(absent)",
+             "every hardware number needs a source");
+  Sourced s{v.get<double>(), j["source"].get<std::string>(), false};
+  if (j.contains("unconfirmed")) {
+    if (!j["unconfirmed"].is_boolean()) fail_key(where, key + ".unconfirmed", j["unconfirmed"].dump(), "expected true or false");
+    s.unconfirmed = j["unconfirmed"].get<bool>();
+  }
+  return s;
+}
+
+struct UnitKey {
+  const char* key;
+  double scale;  // to SI base units
+};
+
+// Exactly one of the unit-bearing spellings of a quantity.
+std::optional<std::pair<std::string, double>> one_of(const json& j, const std::string& where,
+                                                     std::initializer_list<UnitKey> keys, bool required,
+                                                     HardwareSpec& hw, const std::string& field) {
+  const UnitKey* found = nullptr;
+  std::string names;
+  for (const UnitKey& k : keys) {
+    names += (names.empty() ? "" : ", ") + std::string(k.key);
+    if (!j.contains(k.key)) continue;
+    if (found) fail_key(where, k.key, j[k.key].dump(), fmt::format("give only one of {}", names));
+    found = &k;
+  }
+  if (!found) {
+    if (required) fail_key(where, keys.begin()->key, "(absent)", fmt::format("required: one of {}", names));
+    return std::nullopt;
+  }
+  const Sourced s = sourced(j[found->key], where, found->key);
+  hw.sources[field] = s.source;
+  if (s.unconfirmed) hw.unconfirmed.push_back(field);
+  return std::make_pair(std::string(found->key), s.value * found->scale);
+}
+
+}  // namespace
+
+HardwareSpec parse_hardware(const json& j, const std::string& where) {
+  HardwareSpec hw;
+  hw.source = where;
+  if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty())
+    fail_key(where, "name", j.contains("name") ? j["name"].dump() : "(absent)", "expected a non-empty string");
+  hw.name = j["name"].get<std::string>();
+  hw.vendor = j.value("vendor", std::string{});
+  if (j.contains("aliases")) {
+    if (!j["aliases"].is_array()) fail_key(where, "aliases", j["aliases"].dump(), "expected an array of strings");
+    for (const json& a : j["aliases"]) {
+      if (!a.is_string()) fail_key(where, "aliases", a.dump(), "expected a string");
+      hw.aliases.push_back(a.get<std::string>());
+    }
+  }
+
+  const auto mem = one_of(j, where,
+                          {{"memory_capacity_gib", static_cast<double>(kGiB)},
+                           {"memory_capacity_gb", kGB},
+                           {"memory_capacity_mib", static_cast<double>(kMiB)},
+                           {"memory_capacity_bytes", 1.0}},
+                          true, hw, "memory_capacity");
+  hw.memory_capacity = Bytes{static_cast<std::int64_t>(std::llround(mem->second))};
+
+  const auto bw = one_of(j, where, {{"memory_bandwidth_tb_per_s", kTB}, {"memory_bandwidth_gb_per_s", kGB}}, true, hw,
+                         "memory_bandwidth");
+  hw.memory_bandwidth_bytes_per_s = bw->second;
+
+  if (!j.contains("dense_peak_tflops") || !j["dense_peak_tflops"].is_object() || j["dense_peak_tflops"].empty())
+    fail_key(where, "dense_peak_tflops", j.contains("dense_peak_tflops") ? j["dense_peak_tflops"].dump() : "(absent)",
+             "expected an object of dtype -> {value, source}");
+  for (const auto& [dtype, entry] : j["dense_peak_tflops"].items()) {
+    const auto d = parse_dtype(dtype);
+    if (!d) fail_key(where, "dense_peak_tflops." + dtype, entry.dump(), "unknown dtype (fp32, tf32, bf16, fp16, fp8, fp4)");
+    const Sourced s = sourced(entry, where, "dense_peak_tflops." + dtype);
+    hw.dense_peak_flops_per_s[*d] = s.value * kTB;
+    hw.sources["peak_" + dtype] = s.source;
+    if (s.unconfirmed) hw.unconfirmed.push_back("peak_" + dtype);
+  }
+
+  if (const auto sm = one_of(j, where, {{"sm_count", 1.0}, {"cu_count", 1.0}}, false, hw, "sm_count"))
+    hw.sm_count = static_cast<std::int64_t>(std::llround(sm->second));
+  if (const auto l2 = one_of(j, where, {{"l2_cache_mib", static_cast<double>(kMiB)}, {"l2_cache_mb", 1e6}}, false, hw, "l2_cache"))
+    hw.l2_cache = Bytes{static_cast<std::int64_t>(std::llround(l2->second))};
+  if (const auto link = one_of(j, where, {{"scale_up_bandwidth_gb_per_s_per_direction", kGB}}, false, hw, "scale_up_bandwidth"))
+    hw.scale_up_bytes_per_s_per_direction = link->second;
+
+  if (j.contains("efficiency")) {
+    const json& e = j["efficiency"];
+    if (!e.is_object()) fail_key(where, "efficiency", e.dump(), "expected an object {compute, memory, source}");
+    for (const char* k : {"compute", "memory"}) {
+      if (!e.contains(k)) continue;
+      const json& v = e[k];
+      if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 1)
+        fail_key(where, std::string("efficiency.") + k, v.dump(), "expected a number in (0, 1]");
+      (std::string(k) == "compute" ? hw.efficiency.compute : hw.efficiency.memory) = v.get<double>();
+    }
+    if (!e.contains("source") || !e["source"].is_string())
+      fail_key(where, "efficiency.source", e.contains("source") ? e["source"].dump() : "(absent)", "every hardware number needs a source");
+    hw.efficiency.source = e["source"].get<std::string>();
+  }
+  return hw;
+}
+
+HardwareSpec load_hardware_file(const std::filesystem::path& path, const std::string& shown) {
+  const std::string where = shown.empty() ? path.string() : shown;
+  return parse_hardware(load_json_file(path, where), where);
+}
+
+}  // namespace mlaplan

@@ -1,0 +1,357 @@
+#include "mlaplan/io/hf_config.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "mlaplan/io/error.hpp"
+
+namespace mlaplan {
+
+using nlohmann::json;
+
+namespace {
+
+// Largest dimension accepted for any width or count; beyond it the config is not a real model.
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 31;
+
+std::string show(const json& v) {
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+class Reader {
+ public:
+  Reader(const json& cfg, std::string source) : cfg_(cfg), source_(std::move(source)) {}
+
+  bool has(const char* key) const { return cfg_.contains(key) && !cfg_.at(key).is_null(); }
+  const json& at(const char* key) const { return cfg_.at(key); }
+  const std::string& source() const { return source_; }
+
+  [[noreturn]] void bad(const char* key, std::string_view problem) const {
+    fail_key(source_, key, has(key) || cfg_.contains(key) ? show(cfg_.at(key)) : "(absent)", problem);
+  }
+
+  // An integer (a JSON integer, or a float with an integral value) within [lo, kMaxDim].
+  std::int64_t integer(const char* key, std::int64_t lo = 1) const {
+    if (!has(key)) bad(key, "required field is missing");
+    const json& v = cfg_.at(key);
+    double d = 0;
+    if (v.is_number_integer()) {
+      if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxDim))
+        bad(key, fmt::format("must be at most {}", kMaxDim));
+      d = static_cast<double>(v.get<std::int64_t>());
+    } else if (v.is_number_float()) {
+      d = v.get<double>();
+      if (!std::isfinite(d) || std::floor(d) != d) bad(key, "expected an integer");
+    } else {
+      bad(key, "expected an integer");
+    }
+    if (d < static_cast<double>(lo)) bad(key, lo == 1 ? "must be a positive integer" : fmt::format("must be at least {}", lo));
+    if (d > static_cast<double>(kMaxDim)) bad(key, fmt::format("must be at most {}", kMaxDim));
+    return static_cast<std::int64_t>(d);
+  }
+  std::int64_t integer_or(const char* key, std::int64_t fallback, std::int64_t lo = 1) const {
+    return has(key) ? integer(key, lo) : fallback;
+  }
+  bool boolean_or(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    if (!cfg_.at(key).is_boolean()) bad(key, "expected true or false");
+    return cfg_.at(key).get<bool>();
+  }
+  std::string string_or(const char* key, std::string fallback) const {
+    if (!has(key)) return fallback;
+    if (!cfg_.at(key).is_string()) bad(key, "expected a string");
+    return cfg_.at(key).get<std::string>();
+  }
+
+ private:
+  const json& cfg_;
+  std::string source_;
+};
+
+// The language-model part of a config: multimodal configs nest it under text_config.
+const json& language_config(const json& cfg) {
+  if (cfg.contains("text_config") && cfg["text_config"].is_object() && !cfg.contains("num_hidden_layers"))
+    return cfg["text_config"];
+  return cfg;
+}
+
+void read_attention(const Reader& r, ModelSpec& m) {
+  m.hidden = r.integer("hidden_size");
+  m.heads = r.integer("num_attention_heads");
+  m.kv_heads = r.integer_or("num_key_value_heads", m.heads);
+  if (m.kv_heads > m.heads) r.bad("num_key_value_heads", fmt::format("more KV heads than query heads ({})", m.heads));
+  if (m.heads % m.kv_heads != 0)
+    r.bad("num_key_value_heads", fmt::format("does not divide num_attention_heads {}", m.heads));
+
+  const char* mla_keys[] = {"kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"};
+  int present = 0;
+  for (const char* k : mla_keys) present += r.has(k) ? 1 : 0;
+  if (r.has("kv_lora_rank")) {
+    for (const char* k : mla_keys)
+      if (!r.has(k)) r.bad(k, "MLA field missing: kv_lora_rank is set, so all of kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim and v_head_dim are required");
+    MlaDims a;
+    a.kv_lora_rank = r.integer("kv_lora_rank");
+    a.qk_rope_head_dim = r.integer("qk_rope_head_dim");
+    a.qk_nope_head_dim = r.integer("qk_nope_head_dim");
+    a.v_head_dim = r.integer("v_head_dim");
+    a.q_lora_rank = r.integer_or("q_lora_rank", 0, 0);  // null or 0: queries are not compressed
+    if (a.q_lora_rank == 0) m.notes.push_back("q_lora_rank is null or 0: queries are projected directly from the hidden state");
+    m.mla = a;
+    m.attention = AttentionKind::mla;
+    m.head_dim = a.qk_nope_head_dim + a.qk_rope_head_dim;
+  } else {
+    if (present > 0 && r.has("qk_nope_head_dim"))
+      r.bad("kv_lora_rank", "MLA field missing: qk_nope_head_dim is set but kv_lora_rank is not");
+    if (r.has("head_dim")) {
+      m.head_dim = r.integer("head_dim");
+    } else {
+      if (m.hidden % m.heads != 0)
+        r.bad("hidden_size", fmt::format("head_dim is absent and hidden_size is not divisible by num_attention_heads {}", m.heads));
+      m.head_dim = m.hidden / m.heads;
+      m.head_dim_derived = true;
+      m.notes.push_back(fmt::format("head_dim absent: derived as hidden_size / num_attention_heads = {}", m.head_dim));
+    }
+    m.attention = m.kv_heads == m.heads ? AttentionKind::mha
+                  : m.kv_heads == 1     ? AttentionKind::mqa
+                                        : AttentionKind::gqa;
+  }
+
+  const bool any_index = r.has("index_n_heads") || r.has("index_head_dim") || r.has("index_topk");
+  if (any_index) {
+    for (const char* k : {"index_n_heads", "index_head_dim", "index_topk"})
+      if (!r.has(k)) r.bad(k, "indexer field missing: index_n_heads, index_head_dim and index_topk go together");
+    if (!m.mla) r.bad("index_n_heads", "a DSA indexer needs an MLA model (kv_lora_rank)");
+    m.indexer = IndexerDims{r.integer("index_n_heads"), r.integer("index_head_dim"), r.integer("index_topk")};
+  }
+}
+
+std::vector<LayerSpec> read_layers(const Reader& r, ModelSpec& m, const std::string& model_type) {
+  const std::int64_t n = r.integer("num_hidden_layers");
+  std::vector<LayerSpec> layers(static_cast<std::size_t>(n));
+  const std::int64_t window = r.has("sliding_window") ? r.integer("sliding_window") : 0;
+  auto slide = [&](std::size_t i) {
+    layers[i].sliding = true;
+    layers[i].window = window;
+  };
+
+  if (r.has("layer_types")) {
+    const json& types = r.at("layer_types");
+    if (!types.is_array()) r.bad("layer_types", "expected an array of layer type names");
+    if (static_cast<std::int64_t>(types.size()) != n)
+      r.bad("layer_types", fmt::format("has {} entries but num_hidden_layers is {}", types.size(), n));
+    for (std::size_t i = 0; i < types.size(); ++i) {
+      const std::string t = types[i].is_string() ? types[i].get<std::string>() : std::string{};
+      if (t == "sliding_attention") {
+        if (window <= 0) r.bad("sliding_window", "layer_types has sliding_attention layers but no sliding_window");
+        slide(i);
+      } else if (t != "full_attention") {
+        r.bad("layer_types", fmt::format("entry {} = {}: expected \"full_attention\" or \"sliding_attention\"", i, show(types[i])));
+      }
+    }
+    return layers;
+  }
+  if (window <= 0) return layers;
+  if (r.has("use_sliding_window") && !r.boolean_or("use_sliding_window", true)) {
+    m.notes.push_back(fmt::format("sliding_window {} ignored: use_sliding_window is false", window));
+    return layers;
+  }
+  if (r.has("use_sliding_window") && r.has("max_window_layers")) {
+    // Qwen2: layers at or beyond max_window_layers use the window.
+    const std::int64_t first = r.integer("max_window_layers", 0);
+    for (std::int64_t i = first; i < n; ++i) slide(static_cast<std::size_t>(i));
+    return layers;
+  }
+  if (r.has("sliding_window_pattern")) {
+    // Gemma-3: every pattern-th layer is global, the rest slide.
+    const std::int64_t p = r.integer("sliding_window_pattern");
+    for (std::int64_t i = 0; i < n; ++i)
+      if ((i + 1) % p != 0) slide(static_cast<std::size_t>(i));
+    return layers;
+  }
+  if (model_type == "gemma2") {
+    // Gemma-2 alternates local and global attention, even layers local (no layer_types in its config).
+    for (std::int64_t i = 0; i < n; i += 2) slide(static_cast<std::size_t>(i));
+    m.notes.push_back("gemma2: even layers use the sliding window, odd layers are global");
+    return layers;
+  }
+  for (std::size_t i = 0; i < layers.size(); ++i) slide(i);
+  return layers;
+}
+
+void read_mlp(const Reader& r, ModelSpec& m, const std::string& model_type) {
+  std::int64_t experts = 0;
+  const char* experts_key = nullptr;
+  for (const char* k : {"n_routed_experts", "num_local_experts", "num_experts"})
+    if (r.has(k)) {
+      experts = r.integer(k, 0);
+      experts_key = k;
+      break;
+    }
+  const bool has_moe = experts > 0;
+  if (!has_moe || r.has("intermediate_size")) m.intermediate = r.integer("intermediate_size");
+  if (!has_moe) return;
+
+  MoeSpec e;
+  e.routed_experts = experts;
+  e.experts_per_token = r.has("num_experts_per_tok") ? r.integer("num_experts_per_tok") : r.integer("experts_per_token");
+  if (e.experts_per_token > experts)
+    r.bad("num_experts_per_tok", fmt::format("more experts per token than {} {}", experts_key, experts));
+  e.expert_intermediate = r.has("moe_intermediate_size") ? r.integer("moe_intermediate_size") : r.integer("intermediate_size");
+  e.shared_experts = r.integer_or("n_shared_experts", 0, 0);
+  e.router_bias = r.string_or("topk_method", "") == "noaux_tc" || model_type == "gpt_oss";
+  e.expert_bias = model_type == "gpt_oss";
+  m.moe = e;
+
+  const std::int64_t first_dense = r.integer_or("first_k_dense_replace", 0, 0);
+  const std::int64_t freq = r.integer_or("moe_layer_freq", 1);
+  const std::int64_t step = r.integer_or("decoder_sparse_step", 1);
+  std::set<std::int64_t> mlp_only;
+  if (r.has("mlp_only_layers")) {
+    if (!r.at("mlp_only_layers").is_array()) r.bad("mlp_only_layers", "expected an array of layer indices");
+    for (const json& v : r.at("mlp_only_layers"))
+      if (v.is_number_integer()) mlp_only.insert(v.get<std::int64_t>());
+  }
+  if (first_dense > m.num_layers())
+    r.bad("first_k_dense_replace", fmt::format("exceeds num_hidden_layers {}", m.num_layers()));
+  for (std::int64_t i = 0; i < m.num_layers(); ++i) {
+    const bool sparse = i >= first_dense && i % freq == 0 && (i + 1) % step == 0 && !mlp_only.count(i);
+    m.layers[static_cast<std::size_t>(i)].moe = sparse;
+  }
+  const bool any_dense = std::any_of(m.layers.begin(), m.layers.end(), [](const LayerSpec& l) { return !l.moe; });
+  if (any_dense && m.intermediate == 0) r.bad("intermediate_size", "required for the dense MLP layers");
+}
+
+void read_quantization(const Reader& r, ModelSpec& m) {
+  if (!r.has("quantization_config")) return;
+  const json& q = r.at("quantization_config");
+  if (!q.is_object()) r.bad("quantization_config", "expected an object");
+  const std::string method = q.value("quant_method", std::string{});
+  if (method == "fp8") {
+    m.quant = WeightQuant::fp8_block;
+    if (q.contains("weight_block_size") && !q["weight_block_size"].is_null()) {
+      const json& b = q["weight_block_size"];
+      if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_integer() ||
+          b[0].get<std::int64_t>() <= 0 || b[1].get<std::int64_t>() <= 0)
+        fail_key(r.source(), "quantization_config.weight_block_size", show(b), "expected two positive integers");
+      m.quant_block_rows = b[0].get<std::int64_t>();
+      m.quant_block_cols = b[1].get<std::int64_t>();
+    }
+  } else if (method == "mxfp4") {
+    m.quant = WeightQuant::mxfp4;
+  } else {
+    m.notes.push_back(fmt::format("quantization_config quant_method '{}' is not modelled: weights counted as bf16 unless --weight-dtype says otherwise", method));
+    return;
+  }
+  if (q.contains("modules_to_not_convert") && q["modules_to_not_convert"].is_array()) {
+    for (const json& mod : q["modules_to_not_convert"])
+      if (mod.is_string() && mod.get<std::string>().find("self_attn") != std::string::npos) m.quant_skips_attention = true;
+  }
+}
+
+}  // namespace
+
+json load_json_file(const std::filesystem::path& path, const std::string& shown) {
+  const std::string where = shown.empty() ? path.string() : shown;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(where, "is a directory, expected a JSON file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(where, "cannot be read");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) fail(where, "cannot be read");
+  const std::string text = buf.str();
+  try {
+    json v = json::parse(text);
+    if (!v.is_object()) fail(where, "expected a JSON object at the top level");
+    return v;
+  } catch (const json::parse_error& e) {
+    fail(where, fmt::format("not valid JSON (byte {})", e.byte));
+  }
+}
+
+void apply_override(json& config, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) fail_flag("--set", assignment, "expected key=value");
+  const std::string key = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  json value;
+  try {
+    value = json::parse(text);
+  } catch (const json::parse_error&) {
+    value = text;
+  }
+  json* node = &config;
+  if (config.contains("text_config") && config["text_config"].is_object() && !config.contains("num_hidden_layers"))
+    node = &config["text_config"];
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = key.find('.', start);
+    const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (part.empty()) fail_flag("--set", assignment, "empty key segment");
+    if (dot == std::string::npos) {
+      (*node)[part] = value;
+      return;
+    }
+    json& next = (*node)[part];
+    if (next.is_null()) next = json::object();
+    if (!next.is_object()) fail_flag("--set", assignment, fmt::format("'{}' is not an object", part));
+    node = &next;
+    start = dot + 1;
+  }
+}
+
+ModelSpec parse_hf_config(const json& root, const std::string& source, const std::string& name) {
+  const json& cfg = language_config(root);
+  Reader r(cfg, source);
+  ModelSpec m;
+  m.name = name;
+  m.source = source;
+  m.model_type = r.string_or("model_type", root.value("model_type", std::string{}));
+  read_attention(r, m);
+  m.layers = read_layers(r, m, m.model_type);
+  read_mlp(r, m, m.model_type);
+  m.vocab = r.integer("vocab_size");
+  m.mtp_layers = r.integer_or("num_nextn_predict_layers", 0, 0);
+  m.tie_word_embeddings = r.boolean_or("tie_word_embeddings", true);  // HF PretrainedConfig default
+  m.max_position_embeddings = r.integer_or("max_position_embeddings", 0, 0);
+  m.torch_dtype = r.string_or("torch_dtype", r.string_or("dtype", "bfloat16"));
+
+  // Biases and norms that configs do not spell out but the architectures carry.
+  const bool attention_bias = r.boolean_or("attention_bias", false);
+  m.qkv_bias = attention_bias || (m.model_type == "qwen2" && !r.has("attention_bias")) || m.model_type == "qwen2_moe";
+  m.o_bias = attention_bias;
+  m.qk_norm = m.model_type == "qwen3" || m.model_type == "qwen3_moe" || m.model_type == "gemma3" || m.model_type == "gemma3_text";
+  m.attention_sinks = m.model_type == "gpt_oss";
+  m.norms_per_layer = (m.model_type.rfind("gemma2", 0) == 0 || m.model_type.rfind("gemma3", 0) == 0) ? 4 : 2;
+  read_quantization(r, m);
+  return m;
+}
+
+ModelSpec load_model_file(const std::filesystem::path& path, const std::string& name,
+                          const std::vector<std::string>& overrides, const std::string& shown) {
+  std::filesystem::path file = path;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    file = path / "config.json";
+    if (!std::filesystem::exists(file, ec)) fail(path.string(), "folder holds no config.json");
+  }
+  const std::string where = shown.empty() ? file.string() : shown;
+  json cfg = load_json_file(file, where);
+  for (const auto& o : overrides) apply_override(cfg, o);
+  ModelSpec m = parse_hf_config(cfg, where, name);
+  if (!overrides.empty()) {
+    std::string joined;
+    for (const auto& o : overrides) joined += (joined.empty() ? "" : ", ") + o;
+    m.notes.push_back("overrides applied: " + joined);
+  }
+  return m;
+}
+
+}  // namespace mlaplan

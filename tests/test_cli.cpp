@@ -1,0 +1,173 @@
+// The CLI contract: JSON keys, formats, exit codes and the exact one-line errors.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+using nlohmann::json;
+
+namespace {
+
+struct Run {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Run run(const std::string& args) {
+  // Unique per process and call: ctest may run test cases in parallel.
+  static int calls = 0;
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string stem = "mlaplan_test_" + std::to_string(getpid()) + "_" + std::to_string(++calls);
+  const std::string out = (dir / (stem + ".out")).string();
+  const std::string err = (dir / (stem + ".err")).string();
+  const std::string cmd = std::string(MLAPLAN_BIN) + " " + args + " >" + out + " 2>" + err;
+  const int status = std::system(cmd.c_str());
+  Run r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return r;
+}
+
+// Bad input: exit 2, one line on stderr, nothing on stdout.
+void expect_error(const std::string& args, const std::string& message) {
+  INFO(args);
+  const Run r = run(args);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == "mlaplan: " + message + "\n");
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto p = std::filesystem::temp_directory_path() / (std::to_string(getpid()) + "_" + name);
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+}  // namespace
+
+TEST_CASE("kv --format json carries the contract keys", "[cli]") {
+  const Run r = run("kv --model deepseek-v3 --format json");
+  REQUIRE(r.code == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["attention"] == "mla");
+  CHECK(j["layers"] == 61);
+  CHECK(j["kv_dtype"] == "bf16");
+  CHECK(j["bytes_per_token"] == 70272);
+  CHECK(j["bytes_per_token_per_layer"] == 1152);
+  CHECK(j["indexer_bytes_per_token"] == 0);
+  CHECK(j["mha_equivalent_ratio"].get<double>() == Approx(71.111).epsilon(1e-4));
+  CHECK_FALSE(j.contains("total_bytes"));
+
+  const json v32 = json::parse(run("kv -m deepseek-v3.2-exp --kv-dtype fp8_flashmla --format json").out);
+  CHECK(v32["bytes_per_token_per_layer"] == 656);
+  CHECK(v32["bytes_per_token"] == 40016);
+  CHECK(v32["indexer_bytes_per_token"] == 8052);
+  CHECK(v32["indexer_bytes_per_token_per_layer"] == 132);
+
+  const json l = json::parse(run("kv -m llama-3.1-70b --tokens 1000 --format json").out);
+  CHECK(l["attention"] == "gqa");
+  CHECK(l["total_bytes"] == 327680000);
+
+  const json mis = json::parse(run("kv -m mistral-7b --tokens 32768 --format json").out);
+  CHECK(mis["total_bytes"] == 4096LL * 131072);
+  CHECK(mis["layer_groups"][0]["tokens_held"] == 4096);
+
+  // Gemma's layers do not all cost the same at long contexts.
+  CHECK(json::parse(run("kv -m gemma-2-9b --format json").out)["bytes_per_token_per_layer"].is_null());
+}
+
+TEST_CASE("TP replication versus data-parallel attention in kv", "[cli]") {
+  const json tp = json::parse(run("kv -m deepseek-v3 --tp 8 --tokens 4096 --sequences 8 --format json").out);
+  const json dp = json::parse(run("kv -m deepseek-v3 --dp 8 --tokens 4096 --sequences 8 --format json").out);
+  CHECK(tp["bytes_per_token_per_rank"] == 70272);
+  CHECK(tp["total_bytes_per_rank"] == 8LL * 4096 * 70272);
+  CHECK(dp["total_bytes_per_rank"] == 4096LL * 70272);
+}
+
+TEST_CASE("capacity --format json carries the contract keys", "[cli]") {
+  const Run r = run("capacity --model deepseek-v3 --gpu h200 --tp 8 --format json");
+  REQUIRE(r.code == 0);
+  const json j = json::parse(r.out);
+  for (const char* k : {"params_total", "params_active", "weight_bytes_per_rank", "kv_pool_bytes_per_rank",
+                        "max_tokens_per_rank", "max_sequences", "fits", "reason"})
+    CHECK(j.contains(k));
+  CHECK(j["fits"] == true);
+  CHECK(j["params_main"].get<double>() == Approx(671e9).epsilon(0.005));
+  CHECK(j["layouts"].size() == 3);
+
+  const json no = json::parse(run("capacity --model deepseek-v3 --gpu h200 --format json").out);
+  CHECK(no["fits"] == false);
+  CHECK(no["reason"] == "weights and reserve exceed the usable memory per rank");
+}
+
+TEST_CASE("Every format renders every command", "[cli]") {
+  for (const char* cmd : {"models", "gpus", "kv -m qwen3-32b --tokens 5000", "capacity -m llama-3.1-8b -g h100"}) {
+    for (const char* f : {"table", "csv", "md", "json"}) {
+      INFO(cmd << " " << f);
+      const Run r = run(std::string(cmd) + " --format " + f);
+      CHECK(r.code == 0);
+      CHECK(r.err.empty());
+      CHECK_FALSE(r.out.empty());
+      if (std::string(f) == "json") CHECK_NOTHROW(json::parse(r.out));
+    }
+  }
+  const Run csv = run("kv -m deepseek-v3 --format csv");
+  CHECK(csv.out.rfind("key,value\nmodel,deepseek-ai/DeepSeek-V3\n", 0) == 0);
+  CHECK(csv.out.find("\nkv_dtype,data_bytes_per_token_per_layer,scale_bytes_per_token_per_layer,bytes_per_token,ratio_to_bf16\n") != std::string::npos);
+  const Run md = run("kv -m deepseek-v3 --format md");
+  CHECK(md.out.find("| bytes per token (all layers) | 70,272 B |") != std::string::npos);
+}
+
+TEST_CASE("Bad input: exit 2 and one exact line", "[cli][errors]") {
+  expect_error("kv -m deepseek-v9", "--model: value 'deepseek-v9': no bundled model or file by that name; did you mean 'deepseek-v2'?");
+  expect_error("kv -m llama-3.1-8b --tp 3", "models/meta-llama--Llama-3.1-8B.json: key 'num_attention_heads' = 32: not divisible by --tp 3");
+  expect_error("kv -m llama-3.1-8b --tp 0", "--tp: value '0': must be a positive integer");
+  expect_error("kv -m llama-3.1-8b --tokens 0", "--tokens: value '0': must be a positive integer");
+  expect_error("kv -m llama-3.1-8b --tokens -5", "--tokens: value '-5': must be a positive integer");
+  expect_error("kv -m llama-3.1-8b --kv-dtype fp9", "--kv-dtype: value 'fp9': expected one of bf16, fp16, fp8, fp8_flashmla, fp4");
+  expect_error("kv -m llama-3.1-8b --kv-dtype fp8_flashmla",
+               "--kv-dtype: value 'fp8_flashmla': FlashMLA's layout needs an MLA model; meta-llama/Llama-3.1-8B is gqa");
+  expect_error("kv --format xml", "--format: value 'xml': expected one of table, csv, md, json");
+  expect_error("kv --set kv_lora_rank=-1", "models/deepseek-ai--DeepSeek-V3.json: key 'kv_lora_rank' = -1: must be a positive integer");
+  expect_error("kv --set oops", "--set: value 'oops': expected key=value");
+  expect_error("capacity -g h2000", "--gpu: value 'h2000': no bundled gpu or file by that name; did you mean 'h200'?");
+  expect_error("capacity --mem-util 1.5", "--mem-util: value '1.5': expected a fraction in (0, 1]");
+  expect_error("capacity -m llama-3.1-8b --ep 2", "--ep: value '2': meta-llama/Llama-3.1-8B has no routed experts");
+  expect_error("kv -m /nonexistent/config.json", "/nonexistent/config.json: no such file or folder");
+
+  const std::string bad = write_temp("mlaplan_bad.json", "{\"hidden_size\": 4096,");
+  expect_error("kv -m " + bad, bad + ": not valid JSON (byte 22)");
+  const std::string arr = write_temp("mlaplan_arr.json", "[1, 2]");
+  expect_error("kv -m " + arr, arr + ": expected a JSON object at the top level");
+  const auto dir = std::filesystem::temp_directory_path() / (std::to_string(getpid()) + "_mlaplan_empty_dir");
+  std::filesystem::create_directories(dir);
+  expect_error("kv -m " + dir.string(), dir.string() + ": folder holds no config.json");
+}
+
+TEST_CASE("A config folder or file outside the bundle works", "[cli]") {
+  const auto dir = std::filesystem::temp_directory_path() / (std::to_string(getpid()) + "_mlaplan_model_dir");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(std::string(MLAPLAN_TEST_SOURCE_DIR) + "/models/Qwen--Qwen3-8B.json", dir / "config.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  const Run r = run("kv -m " + dir.string() + " --format json");
+  REQUIRE(r.code == 0);
+  CHECK(json::parse(r.out)["bytes_per_token"] == 147456);
+}
