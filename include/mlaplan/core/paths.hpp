@@ -1,0 +1,102 @@
+#pragma once
+// The MLA computation paths as op lists (formula reference §2, "The two MLA paths").
+//
+// A step attends Q new query tokens after a prefix of P cached tokens (S = P + Q keys) for each
+// sequence of a batch. Every op carries FLOPs, bytes read, bytes written and workspace bytes, so
+// every number can be traced. Weights an op reads are read once per step (amortised over the
+// batch); caches are read once per sequence. Query lengths are real numbers so that crossovers
+// can be solved exactly; integral inputs give exact integral FLOPs.
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "mlaplan/core/dtype.hpp"
+#include "mlaplan/core/model.hpp"
+#include "mlaplan/core/params.hpp"
+
+namespace mlaplan {
+
+enum class PathKind { absorb, expand, chunked, sparse, standard };
+std::string_view to_string(PathKind p);
+
+enum class OpKind { gemm, bmm, attention, merge, elementwise, indexer };
+std::string_view to_string(OpKind k);
+
+struct Op {
+  const char* name = "";
+  OpKind kind = OpKind::gemm;
+  double flops = 0;
+  double bytes_read = 0;
+  double bytes_written = 0;
+  double workspace_bytes = 0;  // transient buffers the op materialises
+  double cache_bytes_read = 0; // the part of bytes_read that is KV/indexer cache
+  double bytes() const { return bytes_read + bytes_written; }
+};
+
+// A fixed-capacity op list: costing a path allocates nothing.
+struct PathPlan {
+  static constexpr std::size_t kMaxOps = 12;
+  PathKind kind = PathKind::absorb;
+  std::array<Op, kMaxOps> ops{};
+  std::size_t count = 0;
+  void add(const Op& op) { ops[count++] = op; }
+  const Op* begin() const { return ops.data(); }
+  const Op* end() const { return ops.data() + count; }
+  double flops() const;
+  double bytes() const;
+  double workspace_bytes() const;  // the largest single-op workspace
+};
+
+// Sequences sharing one shape: `count` sequences, each with `query` new tokens after `prefix`.
+struct SequenceGroup {
+  std::int64_t count = 1;
+  double query = 1;
+  double prefix = 0;
+};
+
+struct Workload {
+  std::vector<SequenceGroup> groups{SequenceGroup{}};
+  bool causal = true;
+  DType compute = DType::bf16;       // activation dtype and the peak used
+  KvDtype kv = KvDtype::bf16;
+  WeightDtype weights = WeightDtype::bf16;
+  std::int64_t tp = 1;               // splits query heads
+  std::int64_t dp = 1;               // data-parallel attention splits the batch
+  double chunk = 4096;               // chunked expand: prefix tokens per chunk
+  bool projections = false;          // scope: layer (true) or attention core (false)
+};
+
+// Attention (query, key) pairs of one sequence: causal Q·P + Q·(Q+1)/2, non-causal Q·(P+Q).
+double attention_pairs(double query, double prefix, bool causal);
+
+// Per-layer, per-rank geometry of MLA attention with h_t = h / TP query heads.
+struct MlaGeometry {
+  double heads = 0;  // h_t
+  double r = 0, d_r = 0, d_n = 0, d_v = 0, r_q = 0, hidden = 0;
+  double cache_bytes_per_token = 0;    // the latent row in its cache layout
+  double indexer_bytes_per_token = 0;  // DSA indexer row (0 without DSA)
+  double index_heads = 0, index_dim = 0, index_topk = 0;
+  double act_bytes = 2;     // bytes per activation element
+  double weight_bytes = 2;  // bytes per weight element
+};
+MlaGeometry mla_geometry(const ModelSpec& m, const Workload& w);
+
+// FLOPs to up-project one cached token to every head's K_nope and V: 2·r·h_t·(d_n + d_v).
+// DeepSeek-V3, TP=1: 33,554,432.
+double expand_flops_per_token(const MlaGeometry& g);
+// FLOPs per (query, key) pair, expanded: 2·h_t·(d_n + d_r + d_v) (QK width d_n + d_r, V width d_v).
+double expand_flops_per_pair(const MlaGeometry& g);
+// FLOPs per pair, absorbed: 2·h_t·(2r + d_r) (QK width r + d_r, V width r).
+double absorb_flops_per_pair(const MlaGeometry& g);
+
+// The op list of one path for one layer on one rank (summed over the batch).
+PathPlan mla_path(const ModelSpec& m, const Workload& w, PathKind kind);
+// Ordinary attention for MHA/GQA/MQA models, one layer kind (window 0 = full attention).
+PathPlan standard_path(const ModelSpec& m, const Workload& w, std::int64_t window = 0);
+
+// The paths a model has: absorb, expand, chunked (+ sparse with a DSA indexer) for MLA;
+// standard otherwise.
+std::vector<PathKind> paths_for(const ModelSpec& m);
+
+}  // namespace mlaplan
