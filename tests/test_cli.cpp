@@ -171,3 +171,66 @@ TEST_CASE("A config folder or file outside the bundle works", "[cli]") {
   REQUIRE(r.code == 0);
   CHECK(json::parse(r.out)["bytes_per_token"] == 147456);
 }
+
+TEST_CASE("cost --format json: paths with totals, per-layer figures and ops", "[cli][cost]") {
+  const Run r = run("cost --model deepseek-v3 --gpu h100 --query 1 --prefix 8191 --format json");
+  REQUIRE(r.code == 0);
+  const json j = json::parse(r.out);
+  for (const char* path : {"absorb", "expand", "chunked"}) {
+    INFO(path);
+    const json& p = j["paths"][path];
+    for (const char* k : {"flops", "bytes", "time_s", "intensity_flop_per_byte", "bound", "flops_per_layer", "bytes_per_layer",
+                          "time_s_per_layer", "intensity_flop_per_byte_per_layer", "bound_per_layer"})
+      CHECK(p.contains(k));
+    CHECK(p["ops"].is_array());
+    CHECK(p["flops"].get<double>() == Approx(p["flops_per_layer"].get<double>() * 61));
+  }
+  CHECK(j["paths"]["expand"]["flops_per_layer"].get<double>() == 33554432.0 * 8192 + 81920.0 * 8192);
+  CHECK(j["paths"]["absorb"]["ops"].size() == 3);
+  CHECK(j["cheaper_by_flops"] == "absorb");
+  CHECK(j["cheaper_by_time"] == "absorb");
+  CHECK(j["ridge_flop_per_byte"].get<double>() == Approx(295.3).epsilon(1e-3));
+  CHECK(j["eta_source"] == "speed of light (no efficiency applied)");
+  CHECK_FALSE(j["paths"].contains("sparse"));
+
+  const json layer = json::parse(run("cost -m deepseek-v3 --scope layer --format json").out);
+  CHECK(layer["paths"]["absorb"]["ops"].size() == 7);  // q_a, q_b, kv_a, 3 core ops, o_proj
+  const json v32 = json::parse(run("cost -m deepseek-v3.2-exp --prefix 65535 --format json").out);
+  CHECK(v32["paths"].contains("sparse"));
+  const json mixed = json::parse(run("cost -m deepseek-v3 --mix 64x1@8192,2x2048@0 --format json").out);
+  CHECK(mixed["workload"] == "64 x 1 tokens after 8192, 2 x 2048 tokens after 0");
+  const json gqa = json::parse(run("cost -m llama-3.1-70b --format json").out);
+  CHECK(gqa["paths"].contains("standard"));
+  CHECK(gqa["cheaper_by_flops"].is_null());
+  const json eta = json::parse(run("cost -m deepseek-v3 --eta-compute 0.5 --eta-memory 0.8 --launch-us 4 --format json").out);
+  CHECK(eta["eta_source"] == "command line");
+  CHECK(eta["launch_s"].get<double>() == Approx(4e-6));
+}
+
+TEST_CASE("crossover --format json: rows, engines and the asymptote", "[cli][crossover]") {
+  const Run r = run("crossover --model deepseek-v3 --prefix 0:8192:x4 --tp 1,8 --kv-dtype bf16,fp8 --format json");
+  REQUIRE(r.code == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["asymptotic_flop_crossover_query"].get<double>() == Approx(170.667).epsilon(1e-4));
+  // Prefixes 0, 1, 4, 16, ..., 4096 (8 values) x 2 TP x 2 dtypes.
+  REQUIRE(j["rows"].size() == 8 * 2 * 2);
+  for (const json& row : j["rows"]) {
+    for (const char* k : {"prefix", "tp", "kv_dtype", "flop_crossover_query", "roofline_crossover_query",
+                          "vllm_flashmla_worst_penalty", "sglang_worst_penalty", "trtllm_worst_penalty"})
+      CHECK(row.contains(k));
+  }
+  CHECK(j["rows"][0]["prefix"] == 0);
+  CHECK(j["rows"][0]["flop_crossover_query"] == 0);
+  CHECK(j["engines"].size() == 5);
+  expect_error("crossover -m llama-3.1-8b", "--model: value 'llama-3.1-8b': meta-llama/Llama-3.1-8B is gqa: the expand/absorb crossover needs an MLA model");
+  expect_error("crossover --prefix 10:5:x2", "--prefix: value '10:5:x2': a range a:b:step needs a <= b");
+  expect_error("crossover --prefix 0:100:x1", "--prefix: value '0:100:x1': a geometric step xk needs k > 1");
+  expect_error("crossover --prefix abc", "--prefix: value 'abc': 'abc' is not a number");
+  expect_error("crossover --tp 3", "models/deepseek-ai--DeepSeek-V3.json: key 'num_attention_heads' = 128: not divisible by --tp 3");
+  expect_error("cost --mix 4x@5", "--mix: value '4x@5': '' is not a number");
+  expect_error("cost --mix 0x1@5", "--mix: value '0x1@5': count in '0x1@5' must be a whole number from 1 to 1e7");
+  expect_error("cost --scope model", "--scope: value 'model': expected core or layer");
+  expect_error("cost --eta-compute 2", "--eta-compute: value '2': expected a fraction in (0, 1]");
+  expect_error("cost --query 0", "--query: value '0': expected a number of tokens in [1, 1e9]");
+  expect_error("cost --dtype fp4 --gpu h100", "hardware/nvidia-h100-sxm.json: key 'dense_peak_tflops' = fp4: H100 SXM5 80GB has no fp4 peak");
+}

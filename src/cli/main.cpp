@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   mlaplan::cli::register_list_commands(app);
   mlaplan::cli::register_kv_command(app);
   mlaplan::cli::register_capacity_command(app);
+  mlaplan::cli::register_cost_command(app);
+  mlaplan::cli::register_crossover_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -133,8 +133,10 @@ std::string render_table(const Document& doc) {
   std::string out;
   if (!doc.title.empty()) out += doc.title + "\n" + std::string(width(doc.title), '=') + "\n";
   std::size_t lw = 0;
-  for (const Field& f : doc.fields) lw = std::max(lw, width(f.label));
-  for (const Field& f : doc.fields) out += pad(f.label, lw, false) + "  " + humanize(f.value, f.unit) + "\n";
+  for (const Field& f : doc.fields)
+    if (!f.json_only) lw = std::max(lw, width(f.label));
+  for (const Field& f : doc.fields)
+    if (!f.json_only) out += pad(f.label, lw, false) + "  " + humanize(f.value, f.unit) + "\n";
   for (const Table& t : doc.tables) {
     out += "\n" + t.title + "\n";
     std::vector<std::vector<std::string>> cells;
@@ -172,7 +174,8 @@ std::string render_md(const Document& doc) {
   if (!doc.title.empty()) out += "## " + doc.title + "\n\n";
   if (!doc.fields.empty()) {
     out += "| quantity | value |\n|---|---:|\n";
-    for (const Field& f : doc.fields) out += "| " + md_cell(f.label) + " | " + md_cell(humanize(f.value, f.unit)) + " |\n";
+    for (const Field& f : doc.fields)
+      if (!f.json_only) out += "| " + md_cell(f.label) + " | " + md_cell(humanize(f.value, f.unit)) + " |\n";
   }
   for (const Table& t : doc.tables) {
     out += "\n### " + t.title + "\n\n|";
@@ -199,7 +202,8 @@ std::string render_csv(const Document& doc) {
   bool first = true;
   if (!doc.fields.empty()) {
     out += "key,value\n";
-    for (const Field& f : doc.fields) out += csv_cell(f.key) + "," + csv_cell(raw(f.value)) + "\n";
+    for (const Field& f : doc.fields)
+      if (!f.json_only) out += csv_cell(f.key) + "," + csv_cell(raw(f.value)) + "\n";
     first = false;
   }
   for (const Table& t : doc.tables) {
@@ -215,9 +219,21 @@ std::string render_csv(const Document& doc) {
   return out;
 }
 
+// A dotted key ("paths.absorb.flops") addresses nested objects.
+nlohmann::ordered_json& at_path(nlohmann::ordered_json& root, const std::string& key) {
+  nlohmann::ordered_json* node = &root;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = key.find('.', start);
+    node = &(*node)[key.substr(start, dot == std::string::npos ? std::string::npos : dot - start)];
+    if (dot == std::string::npos) return *node;
+    start = dot + 1;
+  }
+}
+
 std::string render_json(const Document& doc) {
-  nlohmann::ordered_json j;
-  for (const Field& f : doc.fields) j[f.key] = to_json(f.value);
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const Field& f : doc.fields) at_path(j, f.key) = to_json(f.value);
   for (const Table& t : doc.tables) {
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const auto& row : t.rows) {
@@ -225,7 +241,7 @@ std::string render_json(const Document& doc) {
       for (std::size_t c = 0; c < t.columns.size(); ++c) r[t.columns[c].key] = c < row.size() ? to_json(row[c]) : nullptr;
       rows.push_back(std::move(r));
     }
-    j[t.name] = std::move(rows);
+    at_path(j, t.name) = std::move(rows);
   }
   if (!doc.notes.empty()) j["notes"] = doc.notes;
   return j.dump(2) + "\n";
@@ -262,6 +278,7 @@ std::string humanize(const Value& v, Unit u) {
     case Unit::bytes_per_s: return si(x, "B/s");
     case Unit::flops_per_s: return si(x, "FLOP/s");
     case Unit::fraction: return fmt::format("{:.1f}%", x * 100);
+    case Unit::decimal: return fmt::format("{:.1f}", x);
     case Unit::count:
       if (std::holds_alternative<std::int64_t>(v)) return thousands(std::get<std::int64_t>(v));
       return x == std::floor(x) && std::fabs(x) < 9e15 ? thousands(static_cast<std::int64_t>(x)) : fmt::format("{:.4g}", x);

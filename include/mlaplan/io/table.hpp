@@ -9,15 +9,16 @@
 
 namespace mlaplan {
 
-enum class Unit { none, text, count, bytes, params, ratio, flops, seconds, flop_per_byte, bytes_per_s, flops_per_s, fraction };
+enum class Unit { none, text, count, bytes, params, ratio, flops, seconds, flop_per_byte, bytes_per_s, flops_per_s, fraction, decimal };
 
 using Value = std::variant<std::monostate, bool, std::int64_t, double, std::string>;
 
 struct Field {
-  std::string key;    // JSON/CSV name, unit-bearing: bytes_per_token
+  std::string key;    // JSON/CSV name, unit-bearing: bytes_per_token; dots nest JSON objects
   std::string label;  // human label: "KV bytes per token"
   Value value;
   Unit unit = Unit::none;
+  bool json_only = false;  // shown by the json writer only (the others show it in a table)
 };
 
 struct Column {
