@@ -97,8 +97,8 @@ Document crossover_document(const CrossoverFlags& f) {
         w.groups.assign(1, SequenceGroup{batch, 1, p});
         for (std::int64_t q = 1; q <= max_query; ++q) {
           w.groups[0].query = static_cast<double>(q);
-          t_absorb[static_cast<std::size_t>(q)] = path_cost(mla_path(m, w, PathKind::absorb), r.rf).time_s;
-          t_expand[static_cast<std::size_t>(q)] = path_cost(mla_path(m, w, PathKind::expand), r.rf).time_s;
+          t_absorb[static_cast<std::size_t>(q)] = path_cost(mla_path(g, w, PathKind::absorb), r.rf).time_s;
+          t_expand[static_cast<std::size_t>(q)] = path_cost(mla_path(g, w, PathKind::expand), r.rf).time_s;
         }
         for (const auto& e : engines) {
           double worst = 0;
@@ -125,7 +125,7 @@ Document crossover_document(const CrossoverFlags& f) {
   doc.tables.push_back(std::move(rules));
 
   doc.notes = m.notes;
-  doc.notes.push_back("FLOP-only Q* is closed form and the same at every TP; the roofline Q* solves T_expand(Q) = T_absorb(Q) by bisection to machine precision (attention core, per rank).");
+  doc.notes.push_back("FLOP-only Q* is closed form and the same at every TP; the roofline Q* solves T_expand(Q) = T_absorb(Q) by bracketed regula falsi to 1e-10 relative (attention core, per rank).");
   doc.notes.push_back("Q* = 0: expanding is no slower even for one query token (no prefix to expand); an empty Q*: absorb stays cheaper.");
   return doc;
 }

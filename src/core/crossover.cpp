@@ -27,24 +27,67 @@ double roofline_crossover_query(const ModelSpec& m, const Workload& base, double
                                 const Roofline& rf) {
   Workload w = base;
   w.groups.assign(1, SequenceGroup{batch, 1, prefix});
+  const MlaGeometry g = mla_geometry(m, w);
   // f(Q) = T_expand(Q) − T_absorb(Q): positive while absorb is faster.
   auto f = [&](double q) {
     w.groups[0].query = q;
-    return path_cost(mla_path(m, w, PathKind::expand), rf).time_s - path_cost(mla_path(m, w, PathKind::absorb), rf).time_s;
+    return path_cost(mla_path(g, w, PathKind::expand), rf).time_s - path_cost(mla_path(g, w, PathKind::absorb), rf).time_s;
   };
-  double lo = 1e-9;
-  if (f(lo) <= 0) return 0;
-  double hi = 1;
-  while (f(hi) > 0) {
-    lo = hi;
-    hi *= 2;
-    if (hi > 1e9) return kNoCrossover;
+  constexpr double kTiny = 1e-9, kMax = 1e9;
+  double lo = kTiny, f_lo = f(lo);
+  if (f_lo <= 0) return 0;  // expand is no slower even as Q → 0
+
+  // Bracket the first sign change, starting from the FLOP-only root (the roofline root is near it
+  // unless launch costs or bandwidth dominate) and widening geometrically each way.
+  const double guess = flop_crossover_query(g, prefix, w.causal);
+  double hi = std::isfinite(guess) && guess > kTiny ? std::min(guess, kMax) : 1.0;
+  double f_hi = f(hi);
+  // The step starts at 1.25x and squares each time, so a near guess gives a tight bracket.
+  double step = 1.25;
+  if (f_hi > 0) {
+    while (f_hi > 0) {
+      lo = hi, f_lo = f_hi;
+      if (hi >= kMax) return kNoCrossover;
+      hi = std::min(hi * step, kMax);
+      step *= step;
+      f_hi = f(hi);
+    }
+  } else {
+    // Step down towards kTiny until f turns positive: that is the first sign change from the left.
+    double probe = hi / step;
+    while (probe > kTiny) {
+      const double f_probe = f(probe);
+      if (f_probe > 0) {
+        lo = probe, f_lo = f_probe;
+        break;
+      }
+      hi = probe, f_hi = f_probe;
+      step *= step;
+      probe /= step;
+    }
   }
-  // Bisection keeps f(lo) > 0 ≥ f(hi) and halves the bracket until it is one ulp wide.
-  for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    if (f(mid) > 0) lo = mid;
-    else hi = mid;
+
+  // Illinois (modified regula falsi): superlinear on the smooth pieces of f, and, like bisection,
+  // it never leaves the bracket; a bisection step is taken whenever the bracket fails to halve.
+  for (int i = 0; i < 200 && hi - lo > 1e-10 * hi; ++i) {
+    const double width = hi - lo;
+    double c = hi - f_hi * (hi - lo) / (f_hi - f_lo);
+    if (!(c > lo && c < hi)) c = 0.5 * (lo + hi);
+    const double f_c = f(c);
+    if (f_c == 0) return c;
+    if (f_c > 0) {
+      lo = c, f_lo = f_c;
+      f_hi *= 0.5;
+    } else {
+      hi = c, f_hi = f_c;
+      f_lo *= 0.5;
+    }
+    if (hi - lo > 0.5 * width) {  // slow progress: bisect once
+      const double mid = 0.5 * (lo + hi);
+      const double f_mid = f(mid);
+      if (f_mid > 0) lo = mid, f_lo = f_mid;
+      else hi = mid, f_hi = f_mid;
+    }
   }
   return 0.5 * (lo + hi);
 }

@@ -219,8 +219,9 @@ double expand_flops_per_token(const MlaGeometry& g) { return 2 * g.r * g.heads *
 double expand_flops_per_pair(const MlaGeometry& g) { return 2 * g.heads * (g.d_n + g.d_r + g.d_v); }
 double absorb_flops_per_pair(const MlaGeometry& g) { return 2 * g.heads * (2 * g.r + g.d_r); }
 
-PathPlan mla_path(const ModelSpec& m, const Workload& w, PathKind kind) {
-  const MlaGeometry g = mla_geometry(m, w);
+PathPlan mla_path(const ModelSpec& m, const Workload& w, PathKind kind) { return mla_path(mla_geometry(m, w), w, kind); }
+
+PathPlan mla_path(const MlaGeometry& g, const Workload& w, PathKind kind) {
   const Totals t = totals(w);
   PathPlan p;
   p.kind = kind;

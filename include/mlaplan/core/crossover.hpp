@@ -20,7 +20,8 @@ double flop_crossover_query(const MlaGeometry& g, double prefix, bool causal);
 double asymptotic_flop_crossover_query(const MlaGeometry& g);
 
 // Roofline crossover: the Q* > 0 where T_expand(Q) = T_absorb(Q) for `batch` sequences of
-// prefix P, found by bracketing and bisection to machine precision. 0 when expand is already no
+// prefix P, bracketed from the FLOP-only root and solved by safeguarded regula falsi to 1e-10
+// relative. 0 when expand is already no
 // slower as Q → 0; +inf when absorb stays faster up to 1e9 query tokens.
 double roofline_crossover_query(const ModelSpec& m, const Workload& base, double prefix, std::int64_t batch,
                                 const Roofline& rf);

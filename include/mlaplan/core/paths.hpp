@@ -92,6 +92,8 @@ double absorb_flops_per_pair(const MlaGeometry& g);
 
 // The op list of one path for one layer on one rank (summed over the batch).
 PathPlan mla_path(const ModelSpec& m, const Workload& w, PathKind kind);
+// The same with the geometry already derived (for solvers that cost many steps of one shape).
+PathPlan mla_path(const MlaGeometry& g, const Workload& w, PathKind kind);
 // Ordinary attention for MHA/GQA/MQA models, one layer kind (window 0 = full attention).
 PathPlan standard_path(const ModelSpec& m, const Workload& w, std::int64_t window = 0);
 
