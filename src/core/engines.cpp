@@ -22,8 +22,8 @@ const std::array<EnginePolicy, 5>& engine_policies() {
       {"vllm_triton", "vLLM Triton MLA", "absorb if Q <= 1, else expand (reorder_batch_threshold 1)", vllm<1>},
       {"vllm_flashmla", "vLLM FlashMLA", "absorb if Q <= 128, else expand (reorder_batch_threshold 128)", vllm<128>},
       {"vllm_fa_mla", "vLLM FlashAttention-MLA", "absorb if Q <= 512, else expand (reorder_batch_threshold 512)", vllm<512>},
-      {"sglang", "SGLang", "absorb if Q = 1; else expand if P = 0 or P >= 8192, else absorb", sglang},
-      {"trtllm", "TensorRT-LLM", "absorb if Q = 1; else expand if P + Q <= 10240, else absorb", trtllm},
+      {"sglang", "SGLang", "decode (Q = 1) absorbs; an extend (Q > 1, not speculative) expands if P = 0 or P >= 8192, else absorbs", sglang},
+      {"trtllm", "TensorRT-LLM", "generation (Q = 1) absorbs; a context request expands if P + Q <= 10240, else absorbs", trtllm},
   }};
   return policies;
 }
