@@ -220,6 +220,10 @@ TEST_CASE("crossover --format json: rows, engines and the asymptote", "[cli][cro
       CHECK(row.contains(k));
   }
   CHECK(j["rows"][0]["prefix"] == 0);
+  CHECK(j["rows"][0]["vllm_flashmla_expands_from_query"] == 129);
+  CHECK(j["rows"][0]["sglang_expands_from_query"] == 2);     // no prefix: MHA for any extend
+  CHECK(j["rows"][3]["sglang_expands_from_query"].is_null());  // P = 16: absorbed for all Q
+  CHECK(j["rows"][3]["prefix"] == 16);
   CHECK(j["rows"][0]["flop_crossover_query"] == 0);
   CHECK(j["engines"].size() == 5);
   expect_error("crossover -m llama-3.1-8b", "--model: value 'llama-3.1-8b': meta-llama/Llama-3.1-8B is gqa: the expand/absorb crossover needs an MLA model");

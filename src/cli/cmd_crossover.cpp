@@ -77,6 +77,7 @@ Document crossover_document(const CrossoverFlags& f) {
               {"roofline_crossover_query", "Q* roofline", Unit::decimal}},
              {}};
   for (const auto& e : engines) {
+    rows.columns.push_back({std::string(e.key) + "_expands_from_query", "", Unit::count, true});
     rows.columns.push_back({std::string(e.key) + "_worst_penalty", std::string(e.key) + " worst", Unit::fraction});
     rows.columns.push_back({std::string(e.key) + "_worst_penalty_query", "at Q", Unit::count});
   }
@@ -102,13 +103,16 @@ Document crossover_document(const CrossoverFlags& f) {
         }
         for (const auto& e : engines) {
           double worst = 0;
-          std::int64_t at = 0;
+          std::int64_t at = 0, expands_from = 0;
           for (std::int64_t q = 1; q <= max_query; ++q) {
             const auto i = static_cast<std::size_t>(q);
-            const double chosen = e.choose(static_cast<double>(q), p) == PathKind::absorb ? t_absorb[i] : t_expand[i];
+            const bool absorbs = e.choose(static_cast<double>(q), p) == PathKind::absorb;
+            if (!absorbs && expands_from == 0) expands_from = q;
+            const double chosen = absorbs ? t_absorb[i] : t_expand[i];
             const double penalty = chosen / std::min(t_absorb[i], t_expand[i]) - 1;
             if (penalty > worst) worst = penalty, at = q;
           }
+          row.push_back(expands_from > 0 ? Value{expands_from} : Value{});
           row.push_back(worst);
           row.push_back(at > 0 ? Value{at} : Value{});
         }

@@ -124,6 +124,23 @@ std::string pad(const std::string& s, std::size_t w, bool right) {
   return right ? fill + s : s + fill;
 }
 
+// The table without its machine-only columns.
+Table for_people(const Table& t) {
+  Table out{t.name, t.title, {}, {}};
+  std::vector<std::size_t> keep;
+  for (std::size_t c = 0; c < t.columns.size(); ++c)
+    if (!t.columns[c].machine_only) {
+      keep.push_back(c);
+      out.columns.push_back(t.columns[c]);
+    }
+  for (const auto& row : t.rows) {
+    std::vector<Value> r;
+    for (std::size_t c : keep) r.push_back(c < row.size() ? row[c] : Value{});
+    out.rows.push_back(std::move(r));
+  }
+  return out;
+}
+
 std::string rtrim(std::string s) {
   while (!s.empty() && s.back() == ' ') s.pop_back();
   return s;
@@ -137,7 +154,8 @@ std::string render_table(const Document& doc) {
     if (!f.json_only) lw = std::max(lw, width(f.label));
   for (const Field& f : doc.fields)
     if (!f.json_only) out += pad(f.label, lw, false) + "  " + humanize(f.value, f.unit) + "\n";
-  for (const Table& t : doc.tables) {
+  for (const Table& full : doc.tables) {
+    const Table t = for_people(full);
     out += "\n" + t.title + "\n";
     std::vector<std::vector<std::string>> cells;
     std::vector<std::size_t> w(t.columns.size());
@@ -177,7 +195,8 @@ std::string render_md(const Document& doc) {
     for (const Field& f : doc.fields)
       if (!f.json_only) out += "| " + md_cell(f.label) + " | " + md_cell(humanize(f.value, f.unit)) + " |\n";
   }
-  for (const Table& t : doc.tables) {
+  for (const Table& full : doc.tables) {
+    const Table t = for_people(full);
     out += "\n### " + t.title + "\n\n|";
     for (const auto& c : t.columns) out += " " + md_cell(c.label) + " |";
     out += "\n|";

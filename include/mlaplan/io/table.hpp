@@ -25,6 +25,7 @@ struct Column {
   std::string key;
   std::string label;
   Unit unit = Unit::none;
+  bool machine_only = false;  // in csv and json only (keeps text tables narrow)
 };
 
 struct Table {
