@@ -37,17 +37,7 @@ Document crossover_document(const CrossoverFlags& f) {
   const std::vector<double> prefixes = parse_number_list("--prefix", f.prefixes, 0);
   const std::vector<std::int64_t> tps = parse_int_list("--tp", f.tps);
   std::vector<KvDtype> kvs;
-  for (const std::string& k : [&] {
-         std::vector<std::string> v;
-         std::size_t start = 0;
-         while (true) {
-           const auto c = f.kv_dtypes.find(',', start);
-           v.push_back(f.kv_dtypes.substr(start, c == std::string::npos ? std::string::npos : c - start));
-           if (c == std::string::npos) return v;
-           start = c + 1;
-         }
-       }())
-    kvs.push_back(resolve_kv_dtype(k, m));
+  for (const std::string& k : split(f.kv_dtypes, ',')) kvs.push_back(resolve_kv_dtype(k, m));
   const std::int64_t batch = positive("--batch", f.batch, 10'000'000);
   const std::int64_t max_query = positive("--max-query", f.max_query, 1 << 20);
   for (double p : prefixes)

@@ -90,6 +90,8 @@ double parse_number(const char* flag, const std::string& whole, const std::strin
   return v;
 }
 
+}  // namespace
+
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::size_t start = 0;
@@ -100,8 +102,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
     start = at + 1;
   }
 }
-
-}  // namespace
 
 std::vector<double> parse_number_list(const char* flag, const std::string& text, double min_value, std::size_t max_points) {
   std::vector<double> out;
@@ -212,10 +212,7 @@ void add_workload_flags(CLI::App* app, WorkloadFlags& f) {
 
 std::vector<SequenceGroup> parse_mix(const std::string& text) {
   std::vector<SequenceGroup> groups;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const auto comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const std::string& item : split(text, ',')) {
     const auto x = item.find('x'), at = item.find('@');
     if (x == std::string::npos || at == std::string::npos || at < x)
       fail_flag("--mix", text, fmt::format("'{}' is not COUNTxQUERY@PREFIX", item));
@@ -229,8 +226,6 @@ std::vector<SequenceGroup> parse_mix(const std::string& text) {
     if (g.query > 1e9 || g.prefix > 1e12) fail_flag("--mix", text, fmt::format("'{}' is out of range (query <= 1e9, prefix <= 1e12)", item));
     g.count = static_cast<std::int64_t>(count);
     groups.push_back(g);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return groups;
 }

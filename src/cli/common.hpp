@@ -48,6 +48,8 @@ void emit(const Document& doc, const std::string& format);
 std::vector<double> parse_number_list(const char* flag, const std::string& text, double min_value = 0,
                                       std::size_t max_points = 10'000'000);
 std::vector<std::int64_t> parse_int_list(const char* flag, const std::string& text);
+// "a,b,c" -> {"a", "b", "c"} (empty items kept).
+std::vector<std::string> split(const std::string& s, char sep);
 
 // Roofline flags shared by cost and crossover.
 struct RooflineFlags {

@@ -121,27 +121,19 @@ void add_o_proj(PathPlan& p, const MlaGeometry& g, const Totals& t) {
   p.add(gemm("o_proj", OpKind::gemm, t.new_tokens, g.heads * g.d_v, g.hidden, g.weight_bytes, g.act_bytes));
 }
 
-// W_UK folded into the query: [h_t, T, d_n] × [h_t, d_n, r].
-Op q_absorb(const MlaGeometry& g, const Totals& t) {
+// A per-head fold, [h_t, T, in] × [h_t, in, out]: W_UK into the query (in d_n, out r) and W_UV
+// into the output (in r, out d_v). The weights are read once, the activations once per token.
+Op fold(const char* name, const MlaGeometry& g, const Totals& t, double in, double out) {
   Op op;
-  op.name = "q_absorb_w_uk";
+  op.name = name;
   op.kind = OpKind::bmm;
-  op.flops = 2 * t.new_tokens * g.heads * g.d_n * g.r;
-  op.bytes_read = g.heads * g.d_n * g.r * g.weight_bytes + t.new_tokens * g.heads * g.d_n * g.act_bytes;
-  op.bytes_written = t.new_tokens * g.heads * g.r * g.act_bytes;
+  op.flops = 2 * t.new_tokens * g.heads * in * out;
+  op.bytes_read = g.heads * in * out * g.weight_bytes + t.new_tokens * g.heads * in * g.act_bytes;
+  op.bytes_written = t.new_tokens * g.heads * out * g.act_bytes;
   return op;
 }
-
-// W_UV folded into the output: [h_t, T, r] × [h_t, r, d_v].
-Op v_absorb(const MlaGeometry& g, const Totals& t) {
-  Op op;
-  op.name = "out_absorb_w_uv";
-  op.kind = OpKind::bmm;
-  op.flops = 2 * t.new_tokens * g.heads * g.r * g.d_v;
-  op.bytes_read = g.heads * g.r * g.d_v * g.weight_bytes + t.new_tokens * g.heads * g.r * g.act_bytes;
-  op.bytes_written = t.new_tokens * g.heads * g.d_v * g.act_bytes;
-  return op;
-}
+Op q_absorb(const MlaGeometry& g, const Totals& t) { return fold("q_absorb_w_uk", g, t, g.d_n, g.r); }
+Op v_absorb(const MlaGeometry& g, const Totals& t) { return fold("out_absorb_w_uv", g, t, g.r, g.d_v); }
 
 // MQA over the latent: key width r + d_r, value width r, one cache read per sequence.
 Op latent_attention(const MlaGeometry& g, const Totals& t, double pairs, double cached_tokens, const char* name) {
