@@ -71,7 +71,6 @@ Document crossover_document(const CrossoverFlags& f) {
     rows.columns.push_back({std::string(e.key) + "_worst_penalty", std::string(e.key) + " worst", Unit::fraction});
     rows.columns.push_back({std::string(e.key) + "_worst_penalty_query", "at Q", Unit::count});
   }
-  std::vector<double> t_absorb(static_cast<std::size_t>(max_query) + 1), t_expand(t_absorb.size());
   for (std::int64_t tp : tps) {
     if (m.heads % tp != 0)
       fail_key(m.source, "num_attention_heads", std::to_string(m.heads), fmt::format("not divisible by --tp {}", tp));
@@ -85,26 +84,10 @@ Document crossover_document(const CrossoverFlags& f) {
         std::vector<Value> row{static_cast<std::int64_t>(p), tp, std::string(to_string(kv)),
                                finite_or_null(flop_crossover_query(g, p, w.causal)),
                                finite_or_null(roofline_crossover_query(m, w, p, batch, r.rf))};
-        w.groups.assign(1, SequenceGroup{batch, 1, p});
-        for (std::int64_t q = 1; q <= max_query; ++q) {
-          w.groups[0].query = static_cast<double>(q);
-          t_absorb[static_cast<std::size_t>(q)] = path_cost(mla_path(g, w, PathKind::absorb), r.rf).time_s;
-          t_expand[static_cast<std::size_t>(q)] = path_cost(mla_path(g, w, PathKind::expand), r.rf).time_s;
-        }
-        for (const auto& e : engines) {
-          double worst = 0;
-          std::int64_t at = 0, expands_from = 0;
-          for (std::int64_t q = 1; q <= max_query; ++q) {
-            const auto i = static_cast<std::size_t>(q);
-            const bool absorbs = e.choose(static_cast<double>(q), p) == PathKind::absorb;
-            if (!absorbs && expands_from == 0) expands_from = q;
-            const double chosen = absorbs ? t_absorb[i] : t_expand[i];
-            const double penalty = chosen / std::min(t_absorb[i], t_expand[i]) - 1;
-            if (penalty > worst) worst = penalty, at = q;
-          }
-          row.push_back(expands_from > 0 ? Value{expands_from} : Value{});
-          row.push_back(worst);
-          row.push_back(at > 0 ? Value{at} : Value{});
+        for (const EngineOutcome& o : engine_outcomes(g, w, p, batch, r.rf, max_query)) {
+          row.push_back(o.expands_from_query > 0 ? Value{o.expands_from_query} : Value{});
+          row.push_back(o.worst_penalty);
+          row.push_back(o.worst_penalty_query > 0 ? Value{o.worst_penalty_query} : Value{});
         }
         rows.rows.push_back(std::move(row));
       }

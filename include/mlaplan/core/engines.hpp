@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "mlaplan/core/paths.hpp"
+#include "mlaplan/core/roofline.hpp"
 
 namespace mlaplan {
 
@@ -22,5 +23,16 @@ struct EnginePolicy {
 // or at least SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD = 8,192, else absorbed MLA. TensorRT-LLM:
 // context requests of at most TRTLLM_MLA_SHORT_SEQ_MHA_THRESHOLD = 10,240 tokens run dense MHA.
 const std::array<EnginePolicy, 5>& engine_policies();
+
+// How one engine's rule fares at a prefix, over query lengths 1 .. max_query.
+struct EngineOutcome {
+  std::int64_t expands_from_query = 0;   // the first Q the engine expands at (0: never)
+  double worst_penalty = 0;              // max of T_chosen / min(T_absorb, T_expand) − 1
+  std::int64_t worst_penalty_query = 0;  // where (0: the rule is never slower)
+};
+
+// Outcomes of every policy for `batch` sequences after `prefix` (attention core, per rank).
+std::array<EngineOutcome, 5> engine_outcomes(const MlaGeometry& g, const Workload& base, double prefix, std::int64_t batch,
+                                             const Roofline& rf, std::int64_t max_query);
 
 }  // namespace mlaplan
