@@ -93,6 +93,13 @@ void register_list_commands(CLI::App& app);
 void register_kv_command(CLI::App& app);
 void register_capacity_command(CLI::App& app);
 void register_cost_command(CLI::App& app);
+void register_report_command(CLI::App& app);
+
+// Thrown by a subcommand that ends with a specific exit code (report --check: 1 on drift).
+struct ExitCode {
+  int code;
+  explicit ExitCode(int c) : code(c) {}
+};
 void register_crossover_command(CLI::App& app);
 
 }  // namespace mlaplan::cli

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   mlaplan::cli::register_capacity_command(app);
   mlaplan::cli::register_cost_command(app);
   mlaplan::cli::register_crossover_command(app);
+  mlaplan::cli::register_report_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -24,6 +25,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const mlaplan::cli::ExitCode& e) {
+    return e.code;
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "mlaplan: %s\n", e.what());
     return 2;
