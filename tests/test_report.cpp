@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mlaplan/io/table.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -116,25 +118,6 @@ std::string xml_problem(const std::string& s) {
   return "";
 }
 
-std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> row;
-  std::string cell;
-  bool quoted = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') cell += '"', ++i;
-      else if (c == '"') quoted = false;
-      else cell += c;
-    } else if (c == '"') quoted = true;
-    else if (c == ',') row.push_back(cell), cell.clear();
-    else if (c == '\n') row.push_back(cell), cell.clear(), rows.push_back(row), row.clear();
-    else cell += c;
-  }
-  return rows;
-}
-
 // A humanised cell back to a number: "70,272 B", "45.80 GiB", "71.1×", "47.3%", "1.31 PFLOP/s", "598.06 µs".
 bool parse_human(std::string s, double& v, double& precision) {
   s.erase(std::remove(s.begin(), s.end(), ','), s.end());
@@ -191,7 +174,7 @@ TEST_CASE("The default report: four valid SVGs, CSVs that match the spec, md num
   std::map<std::string, std::vector<std::vector<std::string>>> csvs;
   for (const auto& [file, want] : expected) {
     INFO(file);
-    csvs[file] = csv_rows(slurp(dir / file));
+    csvs[file] = mlaplan::parse_csv(slurp(dir / file));
     const auto& rows = csvs[file];
     REQUIRE(!rows.empty());
     CHECK(rows.size() - 1 == want.first);

@@ -577,32 +577,6 @@ void write_folder(const fs::path& dir, const Built& b) {
   fs::remove_all(old, ec);
 }
 
-std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> row;
-  std::string cell;
-  bool quoted = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') cell += '"', ++i;
-      else if (c == '"') quoted = false;
-      else cell += c;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      row.push_back(cell), cell.clear();
-    } else if (c == '\n') {
-      row.push_back(cell), cell.clear();
-      rows.push_back(std::move(row)), row.clear();
-    } else {
-      cell += c;
-    }
-  }
-  if (!cell.empty() || !row.empty()) row.push_back(cell), rows.push_back(row);
-  return rows;
-}
-
 bool as_number(const std::string& s, double& v) {
   if (s.empty()) return false;
   char* end = nullptr;

@@ -47,6 +47,9 @@ enum class Format { table, csv, md, json };
 Format parse_format(const std::string& s);  // InputError on an unknown name
 std::string render(const Document& doc, Format f);
 
+// Rows of a CSV text as the csv writer produces it (quoted cells may hold commas and quotes).
+std::vector<std::vector<std::string>> parse_csv(const std::string& text);
+
 // Humanised text of one value in a unit (as the table and md writers show it).
 std::string humanize(const Value& v, Unit u);
 
