@@ -142,7 +142,7 @@ TEST_CASE("Bad input: exit 2 and one exact line", "[cli][errors]") {
   expect_error("kv -m llama-3.1-8b --tp 0", "--tp: value '0': must be a positive integer");
   expect_error("kv -m llama-3.1-8b --tokens 0", "--tokens: value '0': must be a positive integer");
   expect_error("kv -m llama-3.1-8b --tokens -5", "--tokens: value '-5': must be a positive integer");
-  expect_error("kv -m llama-3.1-8b --kv-dtype fp9", "--kv-dtype: value 'fp9': expected one of bf16, fp16, fp8, fp8_flashmla, fp4");
+  expect_error("kv -m llama-3.1-8b --kv-dtype fp9", "--kv-dtype: value 'fp9': expected one of fp32, bf16, fp16, fp8, fp8_flashmla, fp4");
   expect_error("kv -m llama-3.1-8b --kv-dtype fp8_flashmla",
                "--kv-dtype: value 'fp8_flashmla': FlashMLA's layout needs an MLA model; meta-llama/Llama-3.1-8B is gqa");
   expect_error("kv --format xml", "--format: value 'xml': expected one of table, csv, md, json");

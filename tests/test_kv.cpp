@@ -133,7 +133,9 @@ TEST_CASE("KV bytes are linear in tokens (below every window) and in layers", "[
 TEST_CASE("Halving the dtype width halves the data bytes", "[kv][property]") {
   for (const ModelSpec& m : all_models()) {
     INFO(m.name);
+    const KvBytes b32 = kv_bytes_per_token(m, KvDtype::fp32);
     const KvBytes b16 = kv_bytes_per_token(m, KvDtype::bf16);
+    CHECK(b16.data * 2 == b32.data);
     const KvBytes b8 = kv_bytes_per_token(m, KvDtype::fp8);
     const KvBytes b4 = kv_bytes_per_token(m, KvDtype::fp4);
     CHECK(b16 == kv_bytes_per_token(m, KvDtype::fp16));

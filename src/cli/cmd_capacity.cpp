@@ -158,7 +158,7 @@ void register_capacity_command(CLI::App& app) {
   add_model_flags(c, f->model);
   c->add_option("--gpu,-g", f->gpu, "bundled GPU name or a hardware JSON file")->capture_default_str();
   add_layout_flags(c, f->layout, true);
-  c->add_option("--kv-dtype", f->kv_dtype, "bf16 | fp16 | fp8 | fp8_flashmla | fp4")->capture_default_str();
+  c->add_option("--kv-dtype", f->kv_dtype, "fp32 | bf16 | fp16 | fp8 | fp8_flashmla | fp4")->capture_default_str();
   c->add_option("--weight-dtype", f->weight_dtype, "fp32 | bf16 | fp16 | fp8 | mxfp4 (default: the config's quantization, else bf16)");
   c->add_option("--mem-util", f->mem_util, "fraction of GPU memory the engine may use")->capture_default_str();
   c->add_option("--context", f->context, "tokens per sequence for the sequence count")->capture_default_str();

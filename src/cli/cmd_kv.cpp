@@ -189,7 +189,7 @@ void register_kv_command(CLI::App& app) {
   CLI::App* kv = app.add_subcommand("kv", "KV-cache bytes per token, per layer, per rank and for N tokens");
   add_model_flags(kv, f->model);
   add_layout_flags(kv, f->layout, false);
-  kv->add_option("--kv-dtype", f->kv_dtype, "bf16 | fp16 | fp8 | fp8_flashmla | fp4")->capture_default_str();
+  kv->add_option("--kv-dtype", f->kv_dtype, "fp32 | bf16 | fp16 | fp8 | fp8_flashmla | fp4")->capture_default_str();
   kv->add_option("--tokens,-n", f->tokens, "tokens per sequence (sliding layers keep at most their window)");
   kv->add_option("--sequences", f->sequences, "sequences of --tokens each")->capture_default_str();
   kv->add_option("--block-size", f->block_size, "page size in tokens: vLLM 16, FlashMLA 64 (1 = unpaged)")->capture_default_str();

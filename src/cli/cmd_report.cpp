@@ -142,7 +142,7 @@ Built build_report(const ReportSpec& spec) {
   std::vector<KvDtype> kvs;
   for (const auto& k : spec.kv_dtypes) {
     const auto d = parse_kv_dtype(k);
-    if (!d) fail_key("spec", "kv_dtypes", k, "expected bf16, fp16, fp8, fp8_flashmla or fp4");
+    if (!d) fail_key("spec", "kv_dtypes", k, "expected fp32, bf16, fp16, fp8, fp8_flashmla or fp4");
     kvs.push_back(*d);
   }
   const std::vector<double> prefixes = parse_number_list("prefixes", spec.prefixes, 0, 4096);

@@ -54,7 +54,7 @@ Parallelism LayoutFlags::resolve(const ModelSpec& m) const {
 
 KvDtype resolve_kv_dtype(const std::string& s, const ModelSpec& m) {
   const auto d = parse_kv_dtype(s);
-  if (!d) fail_flag("--kv-dtype", s, "expected one of bf16, fp16, fp8, fp8_flashmla, fp4");
+  if (!d) fail_flag("--kv-dtype", s, "expected one of fp32, bf16, fp16, fp8, fp8_flashmla, fp4");
   if (*d == KvDtype::fp8_flashmla && !m.is_mla())
     fail_flag("--kv-dtype", s, fmt::format("FlashMLA's layout needs an MLA model; {} is {}", m.name, to_string(m.attention)));
   return *d;
@@ -205,7 +205,7 @@ void add_workload_flags(CLI::App* app, WorkloadFlags& f) {
   app->add_option("--batch,-b", f.batch, "sequences in the step")->capture_default_str();
   app->add_option("--mix", f.mix, "a mixed batch: COUNTxQUERY@PREFIX,... e.g. 64x1@8192,2x2048@0");
   app->add_flag("--non-causal", f.non_causal, "every query sees every key");
-  app->add_option("--kv-dtype", f.kv_dtype, "bf16 | fp16 | fp8 | fp8_flashmla | fp4")->capture_default_str();
+  app->add_option("--kv-dtype", f.kv_dtype, "fp32 | bf16 | fp16 | fp8 | fp8_flashmla | fp4")->capture_default_str();
   app->add_option("--weight-dtype", f.weight_dtype, "dtype weights are read in (default: the config's quantization)");
   app->add_option("--chunk", f.chunk, "chunked expand: tokens expanded per chunk")->capture_default_str();
 }

@@ -24,8 +24,8 @@ constexpr std::array<std::pair<std::string_view, DType>, 6> kDTypes{{
     {"fp32", DType::fp32}, {"tf32", DType::tf32}, {"bf16", DType::bf16},
     {"fp16", DType::fp16}, {"fp8", DType::fp8},   {"fp4", DType::fp4}}};
 
-constexpr std::array<std::pair<std::string_view, KvDtype>, 5> kKvDtypes{{
-    {"bf16", KvDtype::bf16}, {"fp16", KvDtype::fp16}, {"fp8", KvDtype::fp8},
+constexpr std::array<std::pair<std::string_view, KvDtype>, 6> kKvDtypes{{
+    {"fp32", KvDtype::fp32}, {"bf16", KvDtype::bf16}, {"fp16", KvDtype::fp16}, {"fp8", KvDtype::fp8},
     {"fp8_flashmla", KvDtype::fp8_flashmla}, {"fp4", KvDtype::fp4}}};
 
 constexpr std::array<std::pair<std::string_view, WeightDtype>, 5> kWeightDtypes{{
@@ -57,7 +57,7 @@ std::optional<KvDtype> parse_kv_dtype(std::string_view s) {
   return lookup(kKvDtypes, s);
 }
 const std::vector<KvDtype>& all_kv_dtypes() {
-  static const std::vector<KvDtype> v{KvDtype::bf16, KvDtype::fp16, KvDtype::fp8, KvDtype::fp8_flashmla, KvDtype::fp4};
+  static const std::vector<KvDtype> v{KvDtype::fp32, KvDtype::bf16, KvDtype::fp16, KvDtype::fp8, KvDtype::fp8_flashmla, KvDtype::fp4};
   return v;
 }
 
@@ -75,6 +75,7 @@ const std::vector<WeightDtype>& all_weight_dtypes() {
 // values · b for 16/8-bit layouts; MXFP4 is values/2 bytes plus one 1-byte scale per 32 values.
 KvBytes kv_vector_bytes(std::int64_t values, KvDtype d) {
   switch (d) {
+    case KvDtype::fp32: return {Bytes{values * 4}, Bytes{0}};
     case KvDtype::bf16:
     case KvDtype::fp16: return {Bytes{values * 2}, Bytes{0}};
     case KvDtype::fp8:

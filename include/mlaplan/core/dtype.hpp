@@ -18,13 +18,14 @@ const std::vector<DType>& all_dtypes();
 int dtype_bits(DType d);
 
 // KV-cache storage layouts.
+//  fp32           4 B per element (the CPU validation kernels' cache; a debugging layout).
 //  bf16, fp16     2 B per element, no scales.
 //  fp8            1 B per element (e4m3) with one per-tensor scale per layer: no per-token bytes.
 //  fp8_flashmla   FlashMLA's MLA layout: latent in e4m3 with one fp32 scale per 128 values,
 //                 RoPE key kept in bf16 (512 + 16 + 128 = 656 B for DeepSeek shapes).
 //  fp4            OCP MXFP4: e2m1 values (half a byte) with one e8m0 (1 B) scale per 32 values
 //                 of each stored vector.
-enum class KvDtype { bf16, fp16, fp8, fp8_flashmla, fp4 };
+enum class KvDtype { fp32, bf16, fp16, fp8, fp8_flashmla, fp4 };
 
 std::string_view to_string(KvDtype d);
 std::optional<KvDtype> parse_kv_dtype(std::string_view s);
