@@ -23,15 +23,16 @@ double asymptotic_flop_crossover_query(const MlaGeometry& g) {
   return delta > 0 ? expand_flops_per_token(g) / delta : kNoCrossover;
 }
 
-double roofline_crossover_query(const ModelSpec& m, const Workload& base, double prefix, std::int64_t batch,
-                                const Roofline& rf) {
+namespace {
+
+template <class PathTime>
+double solve(const MlaGeometry& g, const Workload& base, double prefix, std::int64_t batch, PathTime&& path_time) {
   Workload w = base;
   w.groups.assign(1, SequenceGroup{batch, 1, prefix});
-  const MlaGeometry g = mla_geometry(m, w);
   // f(Q) = T_expand(Q) − T_absorb(Q): positive while absorb is faster.
   auto f = [&](double q) {
     w.groups[0].query = q;
-    return path_cost(mla_path(g, w, PathKind::expand), rf).time_s - path_cost(mla_path(g, w, PathKind::absorb), rf).time_s;
+    return path_time(mla_path(g, w, PathKind::expand)) - path_time(mla_path(g, w, PathKind::absorb));
   };
   constexpr double kTiny = 1e-9, kMax = 1e9;
   double lo = kTiny, f_lo = f(lo);
@@ -90,6 +91,18 @@ double roofline_crossover_query(const ModelSpec& m, const Workload& base, double
     }
   }
   return 0.5 * (lo + hi);
+}
+
+}  // namespace
+
+double roofline_crossover_query(const ModelSpec& m, const Workload& base, double prefix, std::int64_t batch,
+                                const Roofline& rf) {
+  return solve(mla_geometry(m, base), base, prefix, batch, [&](const PathPlan& p) { return path_cost(p, rf).time_s; });
+}
+
+double crossover_query(const MlaGeometry& g, const Workload& base, double prefix, std::int64_t batch,
+                       const std::function<double(const PathPlan&)>& path_time) {
+  return solve(g, base, prefix, batch, path_time);
 }
 
 }  // namespace mlaplan

@@ -25,15 +25,19 @@ OpTime op_time(const Op& op, const Roofline& rf) {
 }
 
 PathCost path_cost(const PathPlan& p, const Roofline& rf) {
+  // The same arithmetic as op_time, with the two divisions done once per path (a hot loop of the
+  // crossover solver).
+  const double per_flop = 1 / (rf.peak_flops_per_s * rf.eta_compute);
+  const double per_byte = 1 / (rf.bandwidth_bytes_per_s * rf.eta_memory);
   PathCost c;
   for (const Op& op : p) {
-    const OpTime t = op_time(op, rf);
+    const double compute_s = op.flops * per_flop, memory_s = op.bytes() * per_byte;
     c.flops += op.flops;
     c.bytes += op.bytes();
     c.workspace_bytes = std::max(c.workspace_bytes, op.workspace_bytes);
-    c.time_s += t.time_s;
-    c.compute_s += t.compute_s;
-    c.memory_s += t.memory_s;
+    c.time_s += std::max(compute_s, memory_s) + rf.launch_s;
+    c.compute_s += compute_s;
+    c.memory_s += memory_s;
   }
   return c;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // The expand/absorb crossover (formula reference §2, "Crossover"): the query-block length Q* at
 // which expanding the cache becomes cheaper than absorbing the up-projections, for a prefix P.
+#include <functional>
 #include <limits>
 
 #include "mlaplan/core/paths.hpp"
@@ -27,5 +28,9 @@ double roofline_crossover_query(const ModelSpec& m, const Workload& base, double
                                 const Roofline& rf);
 
 inline constexpr double kNoCrossover = std::numeric_limits<double>::infinity();
+
+// The same solve under any time model: `path_time(plan)` gives a path's seconds.
+double crossover_query(const MlaGeometry& g, const Workload& base, double prefix, std::int64_t batch,
+                       const std::function<double(const PathPlan&)>& path_time);
 
 }  // namespace mlaplan
