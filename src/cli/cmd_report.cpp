@@ -19,6 +19,7 @@
 #include "mlaplan/core/engines.hpp"
 #include "mlaplan/core/kv.hpp"
 #include "mlaplan/io/error.hpp"
+#include "mlaplan/io/folder.hpp"
 #include "mlaplan/io/hf_config.hpp"
 #include "mlaplan/io/registry.hpp"
 #include "mlaplan/io/report_spec.hpp"
@@ -548,35 +549,6 @@ Built build_report(const ReportSpec& spec) {
   return b;
 }
 
-// Writes every file into a fresh sibling folder, then swaps it into place: a failed run leaves
-// no half-written folder.
-void write_folder(const fs::path& dir, const Built& b) {
-  std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) fail_flag("--out", dir.string(), "exists and is not a folder");
-  const fs::path parent = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
-  if (!fs::is_directory(parent, ec)) fail_flag("--out", dir.string(), "its parent folder does not exist");
-  const std::string stem = dir.filename().string();
-  const fs::path tmp = parent / fmt::format(".{}.tmp-{}", stem, getpid());
-  const fs::path old = parent / fmt::format(".{}.old-{}", stem, getpid());
-  fs::remove_all(tmp, ec);
-  if (!fs::create_directory(tmp, ec)) fail_flag("--out", dir.string(), "cannot create a folder beside it");
-  try {
-    for (const auto& [name, text] : b.files) {
-      std::ofstream out(tmp / name, std::ios::binary);
-      out << text;
-      out.close();
-      if (!out) fail_flag("--out", dir.string(), fmt::format("cannot write {}", name));
-    }
-    if (fs::exists(dir, ec)) fs::rename(dir, old);
-    fs::rename(tmp, dir);
-  } catch (...) {
-    fs::remove_all(tmp, ec);
-    if (!fs::exists(dir, ec) && fs::exists(old, ec)) fs::rename(old, dir, ec);
-    throw;
-  }
-  fs::remove_all(old, ec);
-}
-
 bool as_number(const std::string& s, double& v) {
   if (s.empty()) return false;
   char* end = nullptr;
@@ -690,7 +662,7 @@ void register_report_command(CLI::App& app) {
   c->callback([f] {
     if (!f->check.empty()) throw ExitCode(check_folder(f->check));
     const Built b = build_report(spec_from(*f));
-    write_folder(f->out, b);
+    write_folder(f->out, b.files);
     const std::string text = fmt::format("{}wrote {}/: report.md, {} CSVs, report.json, 4 SVG plots\n", b.summary, f->out, b.tables.size());
     std::fwrite(text.data(), 1, text.size(), stdout);
   });

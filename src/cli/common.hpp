@@ -94,6 +94,7 @@ void register_kv_command(CLI::App& app);
 void register_capacity_command(CLI::App& app);
 void register_cost_command(CLI::App& app);
 void register_report_command(CLI::App& app);
+void register_validate_command(CLI::App& app);
 
 // Thrown by a subcommand that ends with a specific exit code (report --check: 1 on drift).
 struct ExitCode {

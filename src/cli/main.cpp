@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   mlaplan::cli::register_cost_command(app);
   mlaplan::cli::register_crossover_command(app);
   mlaplan::cli::register_report_command(app);
+  mlaplan::cli::register_validate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

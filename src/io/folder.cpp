@@ -1,0 +1,43 @@
+#include "mlaplan/io/folder.hpp"
+
+#include <fstream>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "mlaplan/io/error.hpp"
+
+namespace mlaplan {
+
+namespace fs = std::filesystem;
+
+// Writes every file into a fresh sibling folder, then swaps it into place: a failed run leaves
+// no half-written folder.
+void write_folder(const fs::path& dir, const std::vector<std::pair<std::string, std::string>>& files) {
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) fail_flag("--out", dir.string(), "exists and is not a folder");
+  const fs::path parent = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
+  if (!fs::is_directory(parent, ec)) fail_flag("--out", dir.string(), "its parent folder does not exist");
+  const std::string stem = dir.filename().string();
+  const fs::path tmp = parent / fmt::format(".{}.tmp-{}", stem, getpid());
+  const fs::path old = parent / fmt::format(".{}.old-{}", stem, getpid());
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directory(tmp, ec)) fail_flag("--out", dir.string(), "cannot create a folder beside it");
+  try {
+    for (const auto& [name, text] : files) {
+      std::ofstream out(tmp / name, std::ios::binary);
+      out << text;
+      out.close();
+      if (!out) fail_flag("--out", dir.string(), fmt::format("cannot write {}", name));
+    }
+    if (fs::exists(dir, ec)) fs::rename(dir, old);
+    fs::rename(tmp, dir);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    if (!fs::exists(dir, ec) && fs::exists(old, ec)) fs::rename(old, dir, ec);
+    throw;
+  }
+  fs::remove_all(old, ec);
+}
+
+}  // namespace mlaplan

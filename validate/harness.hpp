@@ -1,0 +1,59 @@
+#pragma once
+// The validation harness: calibrate, time every op and path of both MLA paths over a grid of
+// shapes, predict each with the cost model (speed of light, and with efficiencies fitted on one
+// half of the grid), report the error on the other half and the measured crossover.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mlaplan/core/paths.hpp"
+#include "mlaplan/core/roofline.hpp"
+
+namespace mlaplan::validate {
+
+// One timed op or path, with its predictions.
+struct Sample {
+  int heads = 0, batch = 0, query = 0, prefix = 0;
+  std::string path, op, kind;  // op "(path)" for a whole path
+  double flops = 0, bytes = 0;
+  double measured_s = 0, spread = 0;  // median; (p75 − p25) / median
+  double sol_s = 0, fit_s = 0;
+  bool train = false;
+};
+
+// Per kernel (op): time = max(F / (peak·η_c), B / (bandwidth·η_m)) + t0.
+struct KindFit {
+  std::string kind;  // the op name the fit belongs to
+  double eta_compute = 1, eta_memory = 1, t0_s = 0;
+  int train_points = 0;
+};
+
+// Fits η_c, η_m and t0 of each kernel by grid search, minimising Σ log²(predicted / measured).
+std::vector<KindFit> fit_kinds(const std::vector<Sample>& train, const Roofline& rf);
+double predict(const Sample& s, const KindFit& f, const Roofline& rf);
+double predict_op(const Op& op, const std::vector<KindFit>& fits, const Roofline& rf);
+
+// |predicted − measured| / measured: median and 90th percentile.
+struct ErrorStats {
+  std::size_t n = 0;
+  double median = 0, p90 = 0;
+};
+ErrorStats ape_stats(std::vector<double> errors);
+
+struct CpuOptions {
+  bool quick = false;
+  std::uint64_t seed = 0;  // 0: fresh from the random device
+};
+
+struct ValidationRun {
+  std::vector<std::pair<std::string, std::string>> files;  // the output folder
+  std::string summary;                                     // printed to stdout
+  double held_out_median_ape = 0;                          // fitted, ops, test half
+  bool checks_passed = false;
+};
+
+ValidationRun run_cpu_validation(const CpuOptions& opt, const std::function<void(const std::string&)>& progress);
+
+}  // namespace mlaplan::validate
