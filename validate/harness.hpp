@@ -8,6 +8,11 @@
 #include <utility>
 #include <vector>
 
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels_cpu.hpp"
 #include "mlaplan/core/paths.hpp"
 #include "mlaplan/core/roofline.hpp"
 
@@ -42,6 +47,18 @@ struct ErrorStats {
 };
 ErrorStats ape_stats(std::vector<double> errors);
 
+// Shapes and the cost model's view of them.
+ModelSpec model_for(const MlaShape& s);
+Workload workload_for(const MlaShape& s, DType compute, KvDtype kv, WeightDtype weights);
+std::string read_first(const char* file, const char* key);
+std::string today();
+
+// Both paths timed whole across query lengths at one prefix: (Q, T_absorb, T_expand).
+struct CrossoverSweep {
+  int heads = 16, batch = 1, prefix = 0;
+  std::vector<std::tuple<int, double, double>> points;
+};
+
 struct CpuOptions {
   bool quick = false;
   std::uint64_t seed = 0;  // 0: fresh from the random device
@@ -53,6 +70,24 @@ struct ValidationRun {
   double held_out_median_ape = 0;                          // fitted, ops, test half
   bool checks_passed = false;
 };
+
+// Everything a backend measured; finish_validation fits, judges and writes the folder.
+struct MeasuredRun {
+  std::string title, command, machine, calibration;
+  bool quick = false;
+  std::uint64_t seed = 0;
+  std::vector<KernelCheck> checks;
+  Roofline rf;  // the calibrated machine at speed of light
+  DType compute = DType::fp32;
+  KvDtype kv = KvDtype::fp32;
+  WeightDtype weights = WeightDtype::fp32;
+  std::vector<Sample> samples;
+  std::vector<CrossoverSweep> sweeps;
+  std::vector<std::string> extra_summary;
+  std::string hardware_file;        // "calibrated-cpu.json"
+  nlohmann::ordered_json hardware;  // the calibrated machine as a hardware spec
+};
+ValidationRun finish_validation(MeasuredRun&& m);
 
 ValidationRun run_cpu_validation(const CpuOptions& opt, const std::function<void(const std::string&)>& progress);
 

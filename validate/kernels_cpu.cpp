@@ -229,8 +229,6 @@ void lse_merge(MlaBuffers& b) {
 
 namespace {
 
-using MatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
 MatD d(const MatF& m) { return m.cast<double>(); }
 
 double rel_error(const MatF& got, const MatD& want) {
@@ -238,7 +236,8 @@ double rel_error(const MatF& got, const MatD& want) {
   return (got.cast<double>() - want).cwiseAbs().maxCoeff() / scale;
 }
 
-// Reference MLA attention output [T, h·d_v], computed the expanded way in double.
+}  // namespace
+
 MatD reference_out(const MlaBuffers& b) {
   const MlaShape& s = b.s;
   const int S = s.keys(), Q = s.query;
@@ -263,6 +262,8 @@ MatD reference_out(const MlaBuffers& b) {
   }
   return out;
 }
+
+namespace {
 
 template <class M>
 void poison(M& m) { m.setConstant(std::numeric_limits<float>::quiet_NaN()); }

@@ -15,6 +15,7 @@
 namespace mlaplan::validate {
 
 using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using VecF = Eigen::VectorXf;
 
 struct MlaShape {
@@ -61,6 +62,11 @@ void kv_up_proj_chunk(MlaBuffers& b, int chunk);
 void rope_k_broadcast_chunk(MlaBuffers& b, int chunk);
 void attention_mha_chunk(MlaBuffers& b, int chunk);
 int chunk_count(const MlaShape& s);
+
+// MLA attention output [T, h·d_v] of the buffers' inputs, computed the expanded way in float64
+// (per-head keys and values materialised, naive softmax): the reference every kernel, CPU or
+// CUDA, is checked against.
+MatD reference_out(const MlaBuffers& b);
 
 // The float64 reference of each kernel at a shape: the largest error relative to the reference's
 // largest magnitude, and whether any output was left unwritten (outputs are poisoned with NaN).

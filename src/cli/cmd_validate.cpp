@@ -2,6 +2,7 @@
 // them with the cost model, and report the measured prediction error; or predict timings that
 // others published (--against).
 #include <cstdio>
+#include <stdexcept>
 #include <memory>
 #include <unistd.h>
 
@@ -48,7 +49,11 @@ void run(const ValidateFlags& f) {
   validate::ValidationRun r;
   if (f.backend == "cuda") {
 #ifdef MLAPLAN_HAVE_CUDA
-    r = validate::run_cuda_validation(validate::CudaOptions{f.quick, f.seed}, progress_line);
+    try {
+      r = validate::run_cuda_validation(validate::CudaOptions{f.quick, f.seed}, progress_line);
+    } catch (const std::runtime_error& e) {
+      fail("--backend cuda", e.what());  // no device, no driver, or a failing CUDA call
+    }
 #else
     fail_flag("--backend", f.backend, "this build has no CUDA backend (nvcc was not found when it was configured)");
 #endif
