@@ -80,8 +80,9 @@ const KindFit* fit_for(const std::vector<KindFit>& fits, std::string_view kind) 
   return nullptr;
 }
 
-double roof_time(double flops, double bytes, double eta_c, double eta_m, double t0, const Roofline& rf) {
-  return std::max(flops / (rf.peak_flops_per_s * eta_c), bytes / (rf.bandwidth_bytes_per_s * eta_m)) + t0;
+double roof_time(double flops, double bytes, double calls, const KindFit& f, const Roofline& rf) {
+  return std::max(flops / (rf.peak_flops_per_s * f.eta_compute), bytes / (rf.bandwidth_bytes_per_s * f.eta_memory)) + f.t0_s +
+         calls * f.t_call_s;
 }
 
 }  // namespace
@@ -105,13 +106,24 @@ std::string today() {
   return buf;
 }
 
-double predict(const Sample& s, const KindFit& f, const Roofline& rf) {
-  return roof_time(s.flops, s.bytes, f.eta_compute, f.eta_memory, f.t0_s, rf);
+double predict(const Sample& s, const KindFit& f, const Roofline& rf) { return roof_time(s.flops, s.bytes, s.calls, f, rf); }
+
+double predict_op(const Op& op, double calls, const std::vector<KindFit>& fits, const Roofline& rf) {
+  const KindFit* f = fit_for(fits, op.name);
+  return f ? roof_time(op.flops, op.bytes(), calls, *f, rf) : op_time(op, rf).time_s;
 }
 
-double predict_op(const Op& op, const std::vector<KindFit>& fits, const Roofline& rf) {
-  const KindFit* f = fit_for(fits, op.name);
-  return f ? roof_time(op.flops, op.bytes(), f->eta_compute, f->eta_memory, f->t0_s, rf) : op_time(op, rf).time_s;
+double cpu_calls(std::string_view op, const MlaShape& s) {
+  const double blocks = std::ceil(s.keys() / 256.0), b = s.batch, h = s.heads;
+  const double chunks = std::ceil(static_cast<double>(s.keys()) / s.chunk), chunk_blocks = std::ceil(std::min(s.chunk, s.keys()) / 256.0);
+  if (op == "attention_mha") return b * h * blocks;               // per head and key block: two score products, one PV
+  if (op == "attention_mha_chunk") return h * chunks * chunk_blocks;
+  if (op == "latent_attention_mqa") return b * blocks;            // per sequence and key block
+  if (op == "q_absorb_w_uk" || op == "out_absorb_w_uv") return h;  // one product per head
+  if (op == "rope_k_broadcast") return h * (s.chunk < s.keys() ? chunks : 1);
+  if (op == "kv_up_proj_chunk") return chunks;
+  if (op == "lse_merge") return s.tokens() * h;                   // per output row
+  return 1;
 }
 
 std::vector<KindFit> fit_kinds(const std::vector<Sample>& train, const Roofline& rf) {
@@ -121,24 +133,30 @@ std::vector<KindFit> fit_kinds(const std::vector<Sample>& train, const Roofline&
   for (const Sample& s : train)
     if (s.kind != "path") by_kind[s.op].push_back(&s);
   std::vector<double> etas_c, etas_m;
-  for (int i = 0; i <= 48; ++i) etas_c.push_back(0.01 * std::pow(200.0, i / 48.0));   // 0.01 .. 2
-  for (int i = 0; i <= 64; ++i) etas_m.push_back(0.01 * std::pow(1600.0, i / 64.0));  // 0.01 .. 16 (caches beat DRAM)
-  // A fixed cost beyond 20 µs would be no kernel launch on a CPU, only a fit bending to few points.
-  const double t0s[] = {0, 0.2e-6, 0.5e-6, 1e-6, 2e-6, 5e-6, 10e-6, 20e-6};
+  for (int i = 0; i <= 40; ++i) etas_c.push_back(0.01 * std::pow(200.0, i / 40.0));   // 0.01 .. 2
+  for (int i = 0; i <= 48; ++i) etas_m.push_back(0.01 * std::pow(1600.0, i / 48.0));  // 0.01 .. 16 (caches beat DRAM)
+  // A fixed cost beyond 20 µs would be no kernel launch, only a fit bending to few points.
+  const double t0s[] = {0, 0.5e-6, 1e-6, 2e-6, 5e-6, 10e-6, 20e-6};
+  std::vector<double> t_calls{0};
+  for (int i = 0; i <= 24; ++i) t_calls.push_back(2e-8 * std::pow(1000.0, i / 24.0));  // 20 ns .. 20 µs per call
   std::vector<KindFit> fits;
   for (const auto& [kind, samples] : by_kind) {
-    KindFit best{kind, 1, 1, 0, static_cast<int>(samples.size())};
+    const bool has_calls = std::any_of(samples.begin(), samples.end(), [](const Sample* x) { return x->calls > 0; });
+    KindFit best{kind, 1, 1, 0, 0, static_cast<int>(samples.size())};
     double best_loss = INFINITY;
     for (double ec : etas_c)
       for (double em : etas_m)
-        for (double t0 : t0s) {
-          double loss = 0;
-          for (const Sample* s : samples) {
-            const double e = std::log(roof_time(s->flops, s->bytes, ec, em, t0, rf) / s->measured_s);
-            loss += e * e;
+        for (double t0 : t0s)
+          for (double tc : t_calls) {
+            if (!has_calls && tc > 0) break;
+            const KindFit f{kind, ec, em, t0, tc, static_cast<int>(samples.size())};
+            double loss = 0;
+            for (const Sample* x : samples) {
+              const double e = std::log(roof_time(x->flops, x->bytes, x->calls, f, rf) / x->measured_s);
+              loss += e * e;
+            }
+            if (loss < best_loss) best_loss = loss, best = f;
           }
-          if (loss < best_loss) best_loss = loss, best = KindFit{kind, ec, em, t0, static_cast<int>(samples.size())};
-        }
     fits.push_back(best);
   }
   return fits;
@@ -256,12 +274,12 @@ ValidationRun run_cpu_validation(const CpuOptions& opt, const std::function<void
         if (!op) continue;
         const Timed t = time_fn(fn, budget, min_reps, 50);
         samples.push_back(Sample{s.heads, s.batch, s.query, s.prefix, std::string(to_string(pk.kind)), name,
-                                 std::string(to_string(op->kind)), op->flops, op->bytes(), t.median, t.spread,
+                                 std::string(to_string(op->kind)), op->flops, op->bytes(), cpu_calls(name, s), t.median, t.spread,
                                  op_time(*op, rf).time_s, 0, train});
       }
       const Timed t = time_fn(pk.whole, budget, min_reps, 50);
       samples.push_back(Sample{s.heads, s.batch, s.query, s.prefix, std::string(to_string(pk.kind)), "(path)", "path", plan.flops(),
-                               plan.bytes(), t.median, t.spread, path_cost(plan, rf).time_s, 0, train});
+                               plan.bytes(), 0, t.median, t.spread, path_cost(plan, rf).time_s, 0, train});
     }
   }
 
@@ -304,6 +322,7 @@ ValidationRun run_cpu_validation(const CpuOptions& opt, const std::function<void
   mr.samples = std::move(samples);
   mr.sweeps = std::move(sweeps);
   mr.hardware_file = "calibrated-cpu.json";
+  mr.calls = cpu_calls;
   mr.hardware["name"] = cpu.name + " (one core, calibrated)";
   mr.hardware["vendor"] = "CPU";
   mr.hardware["memory_capacity_gib"] = {{"value", std::max(1.0, std::atof(read_first("/proc/meminfo", "MemTotal").c_str()) / 1048576.0)},
@@ -389,9 +408,11 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
     const ModelSpec m = model_for(s);
     const Workload w = workload_for(s, mr.compute, mr.kv, mr.weights);
     const MlaGeometry g = mla_geometry(m, w);
-    const double fitted = crossover_query(g, w, sw.prefix, sw.batch, [&](const PathPlan& plan) {
+    const double fitted = crossover_query(g, w, sw.prefix, sw.batch, [&](const PathPlan& plan, double q) {
+      MlaShape at = s;
+      at.query = static_cast<int>(std::lround(std::max(1.0, q)));
       double t = 0;
-      for (const Op& op : plan) t += predict_op(op, fits, rf);
+      for (const Op& op : plan) t += predict_op(op, mr.calls ? mr.calls(op.name, at) : 0, fits, rf);
       return t;
     });
     const double sol = roofline_crossover_query(m, w, sw.prefix, sw.batch, rf);
@@ -423,9 +444,9 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
   errors.rows.push_back({std::string("all ops"), static_cast<std::int64_t>(all_f.n), all_s.median, all_s.p90, all_f.median, all_f.p90});
   Table fit_t{"fit", "Fitted efficiencies per kernel (training half)",
               {{"kind", "kernel", Unit::text}, {"eta_compute", "η compute", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
-               {"t0_s", "fixed cost", Unit::seconds}, {"train_points", "points", Unit::count}},
+               {"t0_s", "fixed cost", Unit::seconds}, {"t_call_s", "per call", Unit::seconds}, {"train_points", "points", Unit::count}},
               {}};
-  for (const KindFit& f : fits) fit_t.rows.push_back({f.kind, f.eta_compute, f.eta_memory, f.t0_s, std::int64_t{f.train_points}});
+  for (const KindFit& f : fits) fit_t.rows.push_back({f.kind, f.eta_compute, f.eta_memory, f.t0_s, f.t_call_s, std::int64_t{f.train_points}});
   Table check_t{"checks", "Kernels against float64 references (poisoned outputs, fresh random inputs)",
                 {{"kernel", "kernel", Unit::text}, {"max_rel_error", "max rel. error", Unit::none}, {"bound", "bound", Unit::none},
                  {"unwritten_outputs", "unwritten outputs", Unit::text}, {"ok", "ok", Unit::text}},
@@ -485,7 +506,8 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
   nlohmann::ordered_json fitj;
   fitj["seed"] = mr.seed;
   fitj["machine"] = machine;
-  for (const KindFit& f : fits) fitj["kernels"][f.kind] = {{"eta_compute", f.eta_compute}, {"eta_memory", f.eta_memory}, {"t0_s", f.t0_s}};
+  for (const KindFit& f : fits)
+    fitj["kernels"][f.kind] = {{"eta_compute", f.eta_compute}, {"eta_memory", f.eta_memory}, {"t0_s", f.t0_s}, {"t_call_s", f.t_call_s}};
   fitj["held_out_median_ape"] = all_f.median;
   fitj["held_out_p90_ape"] = all_f.p90;
   fitj["timing_spread_median"] = spread_stats.median;

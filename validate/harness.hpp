@@ -23,22 +23,28 @@ struct Sample {
   int heads = 0, batch = 0, query = 0, prefix = 0;
   std::string path, op, kind;  // op "(path)" for a whole path
   double flops = 0, bytes = 0;
+  double calls = 0;                   // inner calls the kernel makes (a backend's dispatch cost)
   double measured_s = 0, spread = 0;  // median; (p75 − p25) / median
   double sol_s = 0, fit_s = 0;
   bool train = false;
 };
 
-// Per kernel (op): time = max(F / (peak·η_c), B / (bandwidth·η_m)) + t0.
+// Per kernel (op): time = max(F / (peak·η_c), B / (bandwidth·η_m)) + t0 + calls · t_call.
 struct KindFit {
   std::string kind;  // the op name the fit belongs to
-  double eta_compute = 1, eta_memory = 1, t0_s = 0;
+  double eta_compute = 1, eta_memory = 1, t0_s = 0, t_call_s = 0;
   int train_points = 0;
 };
 
 // Fits η_c, η_m and t0 of each kernel by grid search, minimising Σ log²(predicted / measured).
 std::vector<KindFit> fit_kinds(const std::vector<Sample>& train, const Roofline& rf);
 double predict(const Sample& s, const KindFit& f, const Roofline& rf);
-double predict_op(const Op& op, const std::vector<KindFit>& fits, const Roofline& rf);
+double predict_op(const Op& op, double calls, const std::vector<KindFit>& fits, const Roofline& rf);
+
+// The inner calls a backend's kernel for `op` makes at a shape (0 where it launches once).
+using CallCount = std::function<double(std::string_view op, const MlaShape& s)>;
+// The CPU kernels' calls: one small product per head and key block of 256, and so on.
+double cpu_calls(std::string_view op, const MlaShape& s);
 
 // |predicted − measured| / measured: median and 90th percentile.
 struct ErrorStats {
@@ -84,6 +90,7 @@ struct MeasuredRun {
   std::vector<Sample> samples;
   std::vector<CrossoverSweep> sweeps;
   std::vector<std::string> extra_summary;
+  CallCount calls;                  // the backend's dispatch count (null: none)
   std::string hardware_file;        // "calibrated-cpu.json"
   nlohmann::ordered_json hardware;  // the calibrated machine as a hardware spec
 };

@@ -32,7 +32,7 @@ double solve(const MlaGeometry& g, const Workload& base, double prefix, std::int
   // f(Q) = T_expand(Q) − T_absorb(Q): positive while absorb is faster.
   auto f = [&](double q) {
     w.groups[0].query = q;
-    return path_time(mla_path(g, w, PathKind::expand)) - path_time(mla_path(g, w, PathKind::absorb));
+    return path_time(mla_path(g, w, PathKind::expand), q) - path_time(mla_path(g, w, PathKind::absorb), q);
   };
   constexpr double kTiny = 1e-9, kMax = 1e9;
   double lo = kTiny, f_lo = f(lo);
@@ -97,11 +97,11 @@ double solve(const MlaGeometry& g, const Workload& base, double prefix, std::int
 
 double roofline_crossover_query(const ModelSpec& m, const Workload& base, double prefix, std::int64_t batch,
                                 const Roofline& rf) {
-  return solve(mla_geometry(m, base), base, prefix, batch, [&](const PathPlan& p) { return path_cost(p, rf).time_s; });
+  return solve(mla_geometry(m, base), base, prefix, batch, [&](const PathPlan& p, double) { return path_cost(p, rf).time_s; });
 }
 
 double crossover_query(const MlaGeometry& g, const Workload& base, double prefix, std::int64_t batch,
-                       const std::function<double(const PathPlan&)>& path_time) {
+                       const std::function<double(const PathPlan&, double)>& path_time) {
   return solve(g, base, prefix, batch, path_time);
 }
 

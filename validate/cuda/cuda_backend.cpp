@@ -360,7 +360,7 @@ ValidationRun run_cuda_validation(const CudaOptions& opt, const std::function<vo
         if (!op) continue;
         const double med = time_gpu(t.f, ops.stream, opt.quick ? 0.01 : 0.05, 5);
         samples.push_back(Sample{s.heads, s.batch, s.query, s.prefix, std::string(to_string(k)), t.op, std::string(to_string(op->kind)),
-                                 op->flops, op->bytes(), med, 0, op_time(*op, rf).time_s, 0, in_train[gi]});
+                                 op->flops, op->bytes(), 0, med, 0, op_time(*op, rf).time_s, 0, in_train[gi]});
         if (std::string_view(t.op) == "latent_attention_mqa" && s.query == 1) best_decode_bw = std::max(best_decode_bw, op->bytes() / med);
       }
       const double med = time_gpu(
