@@ -9,11 +9,11 @@ Bytes activation_reserve_estimate(const ModelSpec& m, const Parallelism& par, st
   // Widest per-rank intermediate of a layer: gate+up of the dense MLP, of the active experts,
   // or the per-rank query/key/value projections.
   std::int64_t widest = 2 * ceil_div(m.intermediate, par.tp);
-  if (m.moe) widest = std::max(widest, 2 * m.moe->experts_per_token * m.moe->expert_intermediate / par.tp);
-  std::int64_t q_width = m.mla ? m.heads * (m.mla->kv_lora_rank + m.mla->qk_rope_head_dim)
-                               : (m.heads + 2 * m.kv_heads) * m.head_dim;
+  if (m.moe) widest = std::max(widest, sat_mul(2 * m.moe->experts_per_token, m.moe->expert_intermediate) / par.tp);
+  std::int64_t q_width = m.mla ? sat_mul(m.heads, m.mla->kv_lora_rank + m.mla->qk_rope_head_dim)
+                               : sat_mul(m.heads + 2 * m.kv_heads, m.head_dim);
   widest = std::max(widest, ceil_div(q_width, par.tp));
-  return Bytes{max_batched_tokens * 2 * (2 * m.hidden + widest)};
+  return Bytes{sat_mul(sat_mul(max_batched_tokens, 2), sat_add(2 * m.hidden, widest))};
 }
 
 CapacityResult plan_capacity(const ModelSpec& m, const HardwareSpec& hw, const CapacityRequest& req) {
@@ -28,15 +28,15 @@ CapacityResult plan_capacity(const ModelSpec& m, const HardwareSpec& hw, const C
 
   r.kv_bytes_per_token_per_rank = kv_bytes_per_token(m, req.kv_dtype, req.par.tp).total() + indexer_bytes_per_token(m);
   const std::int64_t block = std::max<std::int64_t>(1, req.block_size);
-  const std::int64_t block_bytes = r.kv_bytes_per_token_per_rank.value * block;
-  r.max_tokens_per_rank = block_bytes > 0 ? (r.kv_pool_bytes_per_rank.value / block_bytes) * block : 0;
-  r.max_tokens_cluster = r.max_tokens_per_rank * req.par.dp;
+  const std::int64_t block_bytes = sat_mul(r.kv_bytes_per_token_per_rank.value, block);
+  r.max_tokens_per_rank = block_bytes > 0 ? sat_mul(r.kv_pool_bytes_per_rank.value / block_bytes, block) : 0;
+  r.max_tokens_cluster = sat_mul(r.max_tokens_per_rank, req.par.dp);
 
   r.sequence_bytes_per_rank = sequence_kv_bytes(m, req.kv_dtype, req.par.tp, req.context, block);
   r.sequences_per_rank = r.sequence_bytes_per_rank.value > 0
                              ? r.kv_pool_bytes_per_rank.value / r.sequence_bytes_per_rank.value
                              : 0;
-  r.max_sequences = r.sequences_per_rank * req.par.dp;
+  r.max_sequences = sat_mul(r.sequences_per_rank, req.par.dp);
 
   if (left.value <= 0) {
     r.reason = "weights and reserve exceed the usable memory per rank";

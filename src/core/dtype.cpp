@@ -75,9 +75,9 @@ const std::vector<WeightDtype>& all_weight_dtypes() {
 // values · b for 16/8-bit layouts; MXFP4 is values/2 bytes plus one 1-byte scale per 32 values.
 KvBytes kv_vector_bytes(std::int64_t values, KvDtype d) {
   switch (d) {
-    case KvDtype::fp32: return {Bytes{values * 4}, Bytes{0}};
+    case KvDtype::fp32: return {Bytes{values} * 4, Bytes{0}};
     case KvDtype::bf16:
-    case KvDtype::fp16: return {Bytes{values * 2}, Bytes{0}};
+    case KvDtype::fp16: return {Bytes{values} * 2, Bytes{0}};
     case KvDtype::fp8:
     case KvDtype::fp8_flashmla: return {Bytes{values}, Bytes{0}};
     case KvDtype::fp4: return {Bytes{ceil_div(values, 2)}, Bytes{ceil_div(values, 32)}};

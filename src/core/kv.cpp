@@ -7,7 +7,7 @@ namespace mlaplan {
 KvBytes mla_kv_bytes_per_token_per_layer(const MlaDims& m, KvDtype d) {
   if (d == KvDtype::fp8_flashmla) {
     // 512 × e4m3 + 4 × fp32 (one per 128 latent values) + 64 × bf16 RoPE key.
-    return KvBytes{Bytes{m.kv_lora_rank + m.qk_rope_head_dim * 2}, Bytes{ceil_div(m.kv_lora_rank, 128) * 4}};
+    return KvBytes{Bytes{m.kv_lora_rank} + Bytes{m.qk_rope_head_dim} * 2, Bytes{ceil_div(m.kv_lora_rank, 128)} * 4};
   }
   return kv_vector_bytes(m.kv_lora_rank + m.qk_rope_head_dim, d);
 }
@@ -61,7 +61,7 @@ Bytes mha_equivalent_bytes_per_token_per_layer(const ModelSpec& m, KvDtype d) {
   const KvDtype plain = d == KvDtype::fp8_flashmla ? KvDtype::fp8 : d;
   if (!m.mla) return gqa_kv_bytes_per_token_per_layer(m.heads, m.head_dim, plain).total();
   const MlaDims& a = *m.mla;
-  return kv_vector_bytes(m.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim), plain).total();
+  return kv_vector_bytes(sat_mul(m.heads, a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim), plain).total();
 }
 
 double gqa_equivalent_groups(const MlaDims& m) {

@@ -37,8 +37,8 @@ struct Builder {
     t.group = mtp ? WeightGroup::mtp : g;
     t.rows = rows;
     t.cols = cols;
-    t.count = count * per_block;
-    t.active_count = active ? count * (active_per_block < 0 ? per_block : active_per_block) : 0;
+    t.count = sat_mul(count, per_block);
+    t.active_count = active ? sat_mul(count, active_per_block < 0 ? per_block : active_per_block) : 0;
     t.linear = linear;
     t.shard = shard;
     t.experts_per_layer = experts;
@@ -218,14 +218,14 @@ std::int64_t dense_bytes_per_element(WeightDtype d) {
 
 // Bytes of one copy of a tensor in the given storage.
 std::int64_t copy_bytes(const WeightTensor& t, WeightDtype d, const WeightPlan& plan) {
-  const std::int64_t n = t.rows * t.cols;
+  const std::int64_t n = sat_mul(t.rows, t.cols);
   switch (d) {
     case WeightDtype::fp8:
-      return n + ceil_div(t.rows, plan.block_rows) * ceil_div(t.cols, plan.block_cols) * 4;
+      return sat_add(n, sat_mul(sat_mul(ceil_div(t.rows, plan.block_rows), ceil_div(t.cols, plan.block_cols)), 4));
     case WeightDtype::mxfp4:
-      return ceil_div(n, 2) + t.rows * ceil_div(t.cols, 32);
+      return sat_add(ceil_div(n, 2), sat_mul(t.rows, ceil_div(t.cols, 32)));
     default:
-      return n * dense_bytes_per_element(d);
+      return sat_mul(n, dense_bytes_per_element(d));
   }
 }
 
@@ -239,7 +239,7 @@ bool quantized(const WeightTensor& t, const WeightPlan& plan) {
 
 Bytes tensor_bytes(const WeightTensor& t, const WeightPlan& plan) {
   const WeightDtype d = quantized(t, plan) ? plan.linear : plan.dense;
-  return Bytes{copy_bytes(t, d, plan) * t.count};
+  return Bytes{sat_mul(copy_bytes(t, d, plan), t.count)};
 }
 
 Bytes tensor_bytes_per_rank(const ModelSpec& m, const WeightTensor& t, const WeightPlan& plan, const Parallelism& par) {
@@ -249,12 +249,12 @@ Bytes tensor_bytes_per_rank(const ModelSpec& m, const WeightTensor& t, const Wei
     case Shard::tensor: return Bytes{ceil_div(all.value, par.tp)};
     case Shard::kv_heads: {
       if (m.kv_heads <= 0) return all;
-      return Bytes{ceil_div(all.value * kv_heads_per_rank(m, par.tp), m.kv_heads)};
+      return Bytes{ceil_div(all.value, m.kv_heads) * kv_heads_per_rank(m, par.tp)};
     }
     case Shard::expert: {
       if (par.ep <= 1) return Bytes{ceil_div(all.value, par.tp)};
       const std::int64_t per_rank = ceil_div(t.experts_per_layer, par.ep);
-      return Bytes{ceil_div(all.value * per_rank, t.experts_per_layer)};
+      return Bytes{ceil_div(all.value, t.experts_per_layer)} * per_rank;
     }
   }
   return all;

@@ -72,7 +72,7 @@ HardwareSpec parse_hardware(const json& j, const std::string& where) {
   if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty())
     fail_key(where, "name", j.contains("name") ? j["name"].dump() : "(absent)", "expected a non-empty string");
   hw.name = j["name"].get<std::string>();
-  hw.vendor = j.value("vendor", std::string{});
+  hw.vendor = j.contains("vendor") && j["vendor"].is_string() ? j["vendor"].get<std::string>() : std::string{};
   if (j.contains("aliases")) {
     if (!j["aliases"].is_array()) fail_key(where, "aliases", j["aliases"].dump(), "expected an array of strings");
     for (const json& a : j["aliases"]) {
@@ -87,10 +87,13 @@ HardwareSpec parse_hardware(const json& j, const std::string& where) {
                            {"memory_capacity_mib", static_cast<double>(kMiB)},
                            {"memory_capacity_bytes", 1.0}},
                           true, hw, "memory_capacity");
+  // Numbers past these are not hardware (1 PiB of memory, 1 PB/s, 1 EFLOP/s, a million SMs).
+  if (mem->second > 1125899906842624.0) fail_key(where, mem->first, fmt::format("{}", j[mem->first]["value"].dump()), "exceeds 1 PiB");
   hw.memory_capacity = Bytes{static_cast<std::int64_t>(std::llround(mem->second))};
 
   const auto bw = one_of(j, where, {{"memory_bandwidth_tb_per_s", kTB}, {"memory_bandwidth_gb_per_s", kGB}}, true, hw,
                          "memory_bandwidth");
+  if (bw->second > 1e15) fail_key(where, bw->first, j[bw->first]["value"].dump(), "exceeds 1 PB/s");
   hw.memory_bandwidth_bytes_per_s = bw->second;
 
   if (!j.contains("dense_peak_tflops") || !j["dense_peak_tflops"].is_object() || j["dense_peak_tflops"].empty())
@@ -100,15 +103,20 @@ HardwareSpec parse_hardware(const json& j, const std::string& where) {
     const auto d = parse_dtype(dtype);
     if (!d) fail_key(where, "dense_peak_tflops." + dtype, entry.dump(), "unknown dtype (fp32, tf32, bf16, fp16, fp8, fp4)");
     const Sourced s = sourced(entry, where, "dense_peak_tflops." + dtype);
+    if (s.value > 1e6) fail_key(where, "dense_peak_tflops." + dtype + ".value", entry["value"].dump(), "exceeds 1e6 TFLOP/s");
     hw.dense_peak_flops_per_s[*d] = s.value * kTB;
     hw.sources["peak_" + dtype] = s.source;
     if (s.unconfirmed) hw.unconfirmed.push_back("peak_" + dtype);
   }
 
-  if (const auto sm = one_of(j, where, {{"sm_count", 1.0}, {"cu_count", 1.0}}, false, hw, "sm_count"))
+  if (const auto sm = one_of(j, where, {{"sm_count", 1.0}, {"cu_count", 1.0}}, false, hw, "sm_count")) {
+    if (sm->second > 1e6) fail_key(where, sm->first, j[sm->first]["value"].dump(), "exceeds a million");
     hw.sm_count = static_cast<std::int64_t>(std::llround(sm->second));
-  if (const auto l2 = one_of(j, where, {{"l2_cache_mib", static_cast<double>(kMiB)}, {"l2_cache_mb", 1e6}}, false, hw, "l2_cache"))
+  }
+  if (const auto l2 = one_of(j, where, {{"l2_cache_mib", static_cast<double>(kMiB)}, {"l2_cache_mb", 1e6}}, false, hw, "l2_cache")) {
+    if (l2->second > 1e12) fail_key(where, l2->first, j[l2->first]["value"].dump(), "exceeds 1 TB");
     hw.l2_cache = Bytes{static_cast<std::int64_t>(std::llround(l2->second))};
+  }
   if (const auto link = one_of(j, where, {{"scale_up_bandwidth_gb_per_s_per_direction", kGB}}, false, hw, "scale_up_bandwidth"))
     hw.scale_up_bytes_per_s_per_direction = link->second;
 

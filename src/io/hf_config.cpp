@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "mlaplan/core/kv.hpp"
+#include "mlaplan/core/params.hpp"
 #include "mlaplan/io/error.hpp"
 
 namespace mlaplan {
@@ -16,8 +18,15 @@ using nlohmann::json;
 
 namespace {
 
-// Largest dimension accepted for any width or count; beyond it the config is not a real model.
-constexpr std::int64_t kMaxDim = std::int64_t{1} << 31;
+// Largest width accepted for any dimension (16,777,216; real models stay below 300,000), and for
+// counts of layers, heads and experts (65,536): beyond them a config is not a real model, and
+// the products of such numbers would leave exact 64-bit arithmetic.
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 24;
+constexpr std::int64_t kMaxCount = std::int64_t{1} << 16;
+// Interpreted models must stay below these: 1e15 parameters (1,000x the largest models) and
+// 1e10 bytes of KV cache per token.
+constexpr double kMaxParams = 1e15;
+constexpr double kMaxBytesPerToken = 1e10;
 
 std::string show(const json& v) {
   std::string s = v.dump();
@@ -37,14 +46,14 @@ class Reader {
     fail_key(source_, key, has(key) || cfg_.contains(key) ? show(cfg_.at(key)) : "(absent)", problem);
   }
 
-  // An integer (a JSON integer, or a float with an integral value) within [lo, kMaxDim].
-  std::int64_t integer(const char* key, std::int64_t lo = 1) const {
+  // An integer (a JSON integer, or a float with an integral value) within [lo, hi].
+  std::int64_t integer(const char* key, std::int64_t lo = 1, std::int64_t hi = kMaxDim) const {
     if (!has(key)) bad(key, "required field is missing");
     const json& v = cfg_.at(key);
     double d = 0;
     if (v.is_number_integer()) {
-      if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxDim))
-        bad(key, fmt::format("must be at most {}", kMaxDim));
+      if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
+        bad(key, fmt::format("must be at most {}", hi));
       d = static_cast<double>(v.get<std::int64_t>());
     } else if (v.is_number_float()) {
       d = v.get<double>();
@@ -53,11 +62,11 @@ class Reader {
       bad(key, "expected an integer");
     }
     if (d < static_cast<double>(lo)) bad(key, lo == 1 ? "must be a positive integer" : fmt::format("must be at least {}", lo));
-    if (d > static_cast<double>(kMaxDim)) bad(key, fmt::format("must be at most {}", kMaxDim));
+    if (d > static_cast<double>(hi)) bad(key, fmt::format("must be at most {}", hi));
     return static_cast<std::int64_t>(d);
   }
-  std::int64_t integer_or(const char* key, std::int64_t fallback, std::int64_t lo = 1) const {
-    return has(key) ? integer(key, lo) : fallback;
+  std::int64_t integer_or(const char* key, std::int64_t fallback, std::int64_t lo = 1, std::int64_t hi = kMaxDim) const {
+    return has(key) ? integer(key, lo, hi) : fallback;
   }
   bool boolean_or(const char* key, bool fallback) const {
     if (!has(key)) return fallback;
@@ -84,8 +93,8 @@ const json& language_config(const json& cfg) {
 
 void read_attention(const Reader& r, ModelSpec& m) {
   m.hidden = r.integer("hidden_size");
-  m.heads = r.integer("num_attention_heads");
-  m.kv_heads = r.integer_or("num_key_value_heads", m.heads);
+  m.heads = r.integer("num_attention_heads", 1, kMaxCount);
+  m.kv_heads = r.integer_or("num_key_value_heads", m.heads, 1, kMaxCount);
   if (m.kv_heads > m.heads) r.bad("num_key_value_heads", fmt::format("more KV heads than query heads ({})", m.heads));
   if (m.heads % m.kv_heads != 0)
     r.bad("num_key_value_heads", fmt::format("does not divide num_attention_heads {}", m.heads));
@@ -128,14 +137,14 @@ void read_attention(const Reader& r, ModelSpec& m) {
     for (const char* k : {"index_n_heads", "index_head_dim", "index_topk"})
       if (!r.has(k)) r.bad(k, "indexer field missing: index_n_heads, index_head_dim and index_topk go together");
     if (!m.mla) r.bad("index_n_heads", "a DSA indexer needs an MLA model (kv_lora_rank)");
-    m.indexer = IndexerDims{r.integer("index_n_heads"), r.integer("index_head_dim"), r.integer("index_topk")};
+    m.indexer = IndexerDims{r.integer("index_n_heads", 1, kMaxCount), r.integer("index_head_dim"), r.integer("index_topk", 1, std::int64_t{1} << 40)};
   }
 }
 
 std::vector<LayerSpec> read_layers(const Reader& r, ModelSpec& m, const std::string& model_type) {
-  const std::int64_t n = r.integer("num_hidden_layers");
+  const std::int64_t n = r.integer("num_hidden_layers", 1, kMaxCount);
   std::vector<LayerSpec> layers(static_cast<std::size_t>(n));
-  const std::int64_t window = r.has("sliding_window") ? r.integer("sliding_window") : 0;
+  const std::int64_t window = r.has("sliding_window") ? r.integer("sliding_window", 1, std::int64_t{1} << 40) : 0;
   auto slide = [&](std::size_t i) {
     layers[i].sliding = true;
     layers[i].window = window;
@@ -190,7 +199,7 @@ void read_mlp(const Reader& r, ModelSpec& m, const std::string& model_type) {
   const char* experts_key = nullptr;
   for (const char* k : {"n_routed_experts", "num_local_experts", "num_experts"})
     if (r.has(k)) {
-      experts = r.integer(k, 0);
+      experts = r.integer(k, 0, kMaxCount);
       experts_key = k;
       break;
     }
@@ -200,18 +209,18 @@ void read_mlp(const Reader& r, ModelSpec& m, const std::string& model_type) {
 
   MoeSpec e;
   e.routed_experts = experts;
-  e.experts_per_token = r.has("num_experts_per_tok") ? r.integer("num_experts_per_tok") : r.integer("experts_per_token");
+  e.experts_per_token = r.has("num_experts_per_tok") ? r.integer("num_experts_per_tok", 1, kMaxCount) : r.integer("experts_per_token", 1, kMaxCount);
   if (e.experts_per_token > experts)
     r.bad("num_experts_per_tok", fmt::format("more experts per token than {} {}", experts_key, experts));
   e.expert_intermediate = r.has("moe_intermediate_size") ? r.integer("moe_intermediate_size") : r.integer("intermediate_size");
-  e.shared_experts = r.integer_or("n_shared_experts", 0, 0);
+  e.shared_experts = r.integer_or("n_shared_experts", 0, 0, kMaxCount);
   e.router_bias = r.string_or("topk_method", "") == "noaux_tc" || model_type == "gpt_oss";
   e.expert_bias = model_type == "gpt_oss";
   m.moe = e;
 
-  const std::int64_t first_dense = r.integer_or("first_k_dense_replace", 0, 0);
-  const std::int64_t freq = r.integer_or("moe_layer_freq", 1);
-  const std::int64_t step = r.integer_or("decoder_sparse_step", 1);
+  const std::int64_t first_dense = r.integer_or("first_k_dense_replace", 0, 0, kMaxCount);
+  const std::int64_t freq = r.integer_or("moe_layer_freq", 1, 1, kMaxCount);
+  const std::int64_t step = r.integer_or("decoder_sparse_step", 1, 1, kMaxCount);
   std::set<std::int64_t> mlp_only;
   if (r.has("mlp_only_layers")) {
     if (!r.at("mlp_only_layers").is_array()) r.bad("mlp_only_layers", "expected an array of layer indices");
@@ -232,7 +241,7 @@ void read_quantization(const Reader& r, ModelSpec& m) {
   if (!r.has("quantization_config")) return;
   const json& q = r.at("quantization_config");
   if (!q.is_object()) r.bad("quantization_config", "expected an object");
-  const std::string method = q.value("quant_method", std::string{});
+  const std::string method = q.contains("quant_method") && q["quant_method"].is_string() ? q["quant_method"].get<std::string>() : std::string{};
   if (method == "fp8") {
     m.quant = WeightQuant::fp8_block;
     if (q.contains("weight_block_size") && !q["weight_block_size"].is_null()) {
@@ -255,12 +264,26 @@ void read_quantization(const Reader& r, ModelSpec& m) {
   }
 }
 
+// A model whose parameters or cache would not fit exact 64-bit arithmetic is not a real one.
+void check_magnitude(const Reader& r, const ModelSpec& m) {
+  const double params = static_cast<double>(count_params(m).total.value);
+  if (params >= kMaxParams)
+    r.bad("num_hidden_layers", fmt::format("the model would have {:.3g} parameters; mlaplan accepts at most {:.0e}", params, kMaxParams));
+  const double bytes = static_cast<double>((kv_bytes_per_token(m, KvDtype::fp32).total() + indexer_bytes_per_token(m)).value);
+  if (bytes >= kMaxBytesPerToken)
+    r.bad("num_hidden_layers", fmt::format("the model would cache {:.3g} bytes per token; mlaplan accepts at most {:.0e}", bytes, kMaxBytesPerToken));
+}
+
 }  // namespace
 
 json load_json_file(const std::filesystem::path& path, const std::string& shown) {
   const std::string where = shown.empty() ? path.string() : shown;
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) fail(where, "is a directory, expected a JSON file");
+  // Config, hardware and spec files are small; a larger one is refused before it is read.
+  constexpr std::uintmax_t kMaxFileBytes = 64u << 20;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxFileBytes) fail(where, fmt::format("is {} bytes; JSON inputs are limited to {} (64 MiB)", size, kMaxFileBytes));
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(where, "cannot be read");
   std::ostringstream buf;
@@ -273,6 +296,8 @@ json load_json_file(const std::filesystem::path& path, const std::string& shown)
     return v;
   } catch (const json::parse_error& e) {
     fail(where, fmt::format("not valid JSON (byte {})", e.byte));
+  } catch (const json::exception&) {
+    fail(where, "not valid JSON (a number beyond the range of a double)");
   }
 }
 
@@ -284,7 +309,7 @@ void apply_override(json& config, const std::string& assignment) {
   json value;
   try {
     value = json::parse(text);
-  } catch (const json::parse_error&) {
+  } catch (const json::exception&) {  // not JSON (or a number no double holds): keep the text
     value = text;
   }
   json* node = &config;
@@ -313,14 +338,14 @@ ModelSpec parse_hf_config(const json& root, const std::string& source, const std
   ModelSpec m;
   m.name = name;
   m.source = source;
-  m.model_type = r.string_or("model_type", root.value("model_type", std::string{}));
+  m.model_type = r.string_or("model_type", root.contains("model_type") && root["model_type"].is_string() ? root["model_type"].get<std::string>() : std::string{});
   read_attention(r, m);
   m.layers = read_layers(r, m, m.model_type);
   read_mlp(r, m, m.model_type);
   m.vocab = r.integer("vocab_size");
-  m.mtp_layers = r.integer_or("num_nextn_predict_layers", 0, 0);
+  m.mtp_layers = r.integer_or("num_nextn_predict_layers", 0, 0, 1024);
   m.tie_word_embeddings = r.boolean_or("tie_word_embeddings", true);  // HF PretrainedConfig default
-  m.max_position_embeddings = r.integer_or("max_position_embeddings", 0, 0);
+  m.max_position_embeddings = r.integer_or("max_position_embeddings", 0, 0, std::int64_t{1} << 40);
   m.torch_dtype = r.string_or("torch_dtype", r.string_or("dtype", "bfloat16"));
 
   // Biases and norms that configs do not spell out but the architectures carry.
@@ -331,6 +356,7 @@ ModelSpec parse_hf_config(const json& root, const std::string& source, const std
   m.attention_sinks = m.model_type == "gpt_oss";
   m.norms_per_layer = (m.model_type.rfind("gemma2", 0) == 0 || m.model_type.rfind("gemma3", 0) == 0) ? 4 : 2;
   read_quantization(r, m);
+  check_magnitude(r, m);
   return m;
 }
 

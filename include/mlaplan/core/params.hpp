@@ -33,8 +33,8 @@ struct WeightTensor {
   Shard shard = Shard::replicated;
   std::int64_t experts_per_layer = 1;  // for Shard::expert
 
-  Params params() const { return Params{rows * cols * count}; }
-  Params active_params() const { return Params{rows * cols * active_count}; }
+  Params params() const { return Params{sat_mul(sat_mul(rows, cols), count)}; }
+  Params active_params() const { return Params{sat_mul(sat_mul(rows, cols), active_count)}; }
 };
 
 // All weight tensors of the model, the MTP modules included (group mtp), embeddings shared
