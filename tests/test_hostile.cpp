@@ -9,6 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
+#include "mlaplan/io/error.hpp"
+#include "mlaplan/io/hf_config.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -150,4 +155,22 @@ TEST_CASE("Hostile flags: absurd contexts, unknown dtypes and GPUs, bad layouts"
   expect("kv --set hidden_size=1e309", "models/deepseek-ai--DeepSeek-V3.json: key 'hidden_size' = \"1e309\": expected an integer");
   expect("report --layouts 8x1 --out /tmp/mlaplan-never-written", "--layouts: value '8x1': '8x1' is not TPxDPxEP");
   CHECK_FALSE(fs::exists("/tmp/mlaplan-never-written"));
+}
+
+TEST_CASE("Fuzzer findings stay fixed", "[hostile][fuzz]") {
+  // fuzz_override: a --set value holding invalid UTF-8 made the error message's JSON dump throw
+  // (std::terminate). It is now a one-line error showing the bytes replaced.
+  nlohmann::json cfg = nlohmann::json::parse(slurp(fs::path(MLAPLAN_TEST_SOURCE_DIR) / "models" / "deepseek-ai--DeepSeek-V3.json"));
+  mlaplan::apply_override(cfg, std::string("kv_lora_rank=256z\xff\xff\xff\xff\xff\xff\xff\xff\0\0\0=null", 33));
+  try {
+    mlaplan::parse_hf_config(cfg, "fuzz.json", "fuzz");
+    FAIL("expected an InputError");
+  } catch (const mlaplan::InputError& e) {
+    const std::string msg = e.what();
+    CHECK(msg.rfind("fuzz.json: key 'kv_lora_rank' = \"256z", 0) == 0);
+    CHECK(msg.find('\n') == std::string::npos);
+  }
+  // Control characters in user input never break the one-line message.
+  const std::string spec = file("ctl_spec.json", "{\"a\\nb\": 1}");
+  expect("report --spec " + spec + " --out /tmp/mlaplan-never-written", spec + ": key 'a\\x0ab' = 1: unknown report spec key");
 }

@@ -6,17 +6,27 @@
 
 namespace mlaplan {
 
+namespace {
+// Messages are one line: control characters from user input are shown as \xNN.
+std::string one_line(std::string s) {
+  std::string out;
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    else out += c;
+  }
+  return out;
+}
+}  // namespace
+
 void fail_key(std::string_view where, std::string_view key, std::string_view value, std::string_view problem) {
-  throw InputError(fmt::format("{}: key '{}' = {}: {}", where, key, value, problem));
+  throw InputError(one_line(fmt::format("{}: key '{}' = {}: {}", where, key, value, problem)));
 }
 
 void fail_flag(std::string_view flag, std::string_view value, std::string_view problem) {
-  throw InputError(fmt::format("{}: value '{}': {}", flag, value, problem));
+  throw InputError(one_line(fmt::format("{}: value '{}': {}", flag, value, problem)));
 }
 
-void fail(std::string_view where, std::string_view problem) {
-  throw InputError(fmt::format("{}: {}", where, problem));
-}
+void fail(std::string_view where, std::string_view problem) { throw InputError(one_line(fmt::format("{}: {}", where, problem))); }
 
 namespace {
 std::size_t edit_distance(std::string_view a, std::string_view b) {

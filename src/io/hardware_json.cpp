@@ -22,16 +22,16 @@ struct Sourced {
 // Reads {"value": positive finite number, "source": non-empty string}.
 Sourced sourced(const json& j, const std::string& where, const std::string& key) {
   if (!j.is_object() || !j.contains("value"))
-    fail_key(where, key, j.dump(), "expected an object {\"value\": number, \"source\": \"...\"}");
+    fail_key(where, key, show_json(j), "expected an object {\"value\": number, \"source\": \"...\"}");
   const json& v = j["value"];
   if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0)
-    fail_key(where, key + ".value", v.dump(), "expected a positive number");
+    fail_key(where, key + ".value", show_json(v), "expected a positive number");
   if (!j.contains("source") || !j["source"].is_string() || j["source"].get<std::string>().empty())
-    fail_key(where, key + ".source", j.contains("source") ? j["source"].dump() : "(absent)",
+    fail_key(where, key + ".source", j.contains("source") ? show_json(j["source"]) : "(absent)",
              "every hardware number needs a source");
   Sourced s{v.get<double>(), j["source"].get<std::string>(), false};
   if (j.contains("unconfirmed")) {
-    if (!j["unconfirmed"].is_boolean()) fail_key(where, key + ".unconfirmed", j["unconfirmed"].dump(), "expected true or false");
+    if (!j["unconfirmed"].is_boolean()) fail_key(where, key + ".unconfirmed", show_json(j["unconfirmed"]), "expected true or false");
     s.unconfirmed = j["unconfirmed"].get<bool>();
   }
   return s;
@@ -51,7 +51,7 @@ std::optional<std::pair<std::string, double>> one_of(const json& j, const std::s
   for (const UnitKey& k : keys) {
     names += (names.empty() ? "" : ", ") + std::string(k.key);
     if (!j.contains(k.key)) continue;
-    if (found) fail_key(where, k.key, j[k.key].dump(), fmt::format("give only one of {}", names));
+    if (found) fail_key(where, k.key, show_json(j[k.key]), fmt::format("give only one of {}", names));
     found = &k;
   }
   if (!found) {
@@ -70,13 +70,13 @@ HardwareSpec parse_hardware(const json& j, const std::string& where) {
   HardwareSpec hw;
   hw.source = where;
   if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty())
-    fail_key(where, "name", j.contains("name") ? j["name"].dump() : "(absent)", "expected a non-empty string");
+    fail_key(where, "name", j.contains("name") ? show_json(j["name"]) : "(absent)", "expected a non-empty string");
   hw.name = j["name"].get<std::string>();
   hw.vendor = j.contains("vendor") && j["vendor"].is_string() ? j["vendor"].get<std::string>() : std::string{};
   if (j.contains("aliases")) {
-    if (!j["aliases"].is_array()) fail_key(where, "aliases", j["aliases"].dump(), "expected an array of strings");
+    if (!j["aliases"].is_array()) fail_key(where, "aliases", show_json(j["aliases"]), "expected an array of strings");
     for (const json& a : j["aliases"]) {
-      if (!a.is_string()) fail_key(where, "aliases", a.dump(), "expected a string");
+      if (!a.is_string()) fail_key(where, "aliases", show_json(a), "expected a string");
       hw.aliases.push_back(a.get<std::string>());
     }
   }
@@ -88,33 +88,33 @@ HardwareSpec parse_hardware(const json& j, const std::string& where) {
                            {"memory_capacity_bytes", 1.0}},
                           true, hw, "memory_capacity");
   // Numbers past these are not hardware (1 PiB of memory, 1 PB/s, 1 EFLOP/s, a million SMs).
-  if (mem->second > 1125899906842624.0) fail_key(where, mem->first, fmt::format("{}", j[mem->first]["value"].dump()), "exceeds 1 PiB");
+  if (mem->second > 1125899906842624.0) fail_key(where, mem->first, show_json(j[mem->first]["value"]), "exceeds 1 PiB");
   hw.memory_capacity = Bytes{static_cast<std::int64_t>(std::llround(mem->second))};
 
   const auto bw = one_of(j, where, {{"memory_bandwidth_tb_per_s", kTB}, {"memory_bandwidth_gb_per_s", kGB}}, true, hw,
                          "memory_bandwidth");
-  if (bw->second > 1e15) fail_key(where, bw->first, j[bw->first]["value"].dump(), "exceeds 1 PB/s");
+  if (bw->second > 1e15) fail_key(where, bw->first, show_json(j[bw->first]["value"]), "exceeds 1 PB/s");
   hw.memory_bandwidth_bytes_per_s = bw->second;
 
   if (!j.contains("dense_peak_tflops") || !j["dense_peak_tflops"].is_object() || j["dense_peak_tflops"].empty())
-    fail_key(where, "dense_peak_tflops", j.contains("dense_peak_tflops") ? j["dense_peak_tflops"].dump() : "(absent)",
+    fail_key(where, "dense_peak_tflops", j.contains("dense_peak_tflops") ? show_json(j["dense_peak_tflops"]) : "(absent)",
              "expected an object of dtype -> {value, source}");
   for (const auto& [dtype, entry] : j["dense_peak_tflops"].items()) {
     const auto d = parse_dtype(dtype);
-    if (!d) fail_key(where, "dense_peak_tflops." + dtype, entry.dump(), "unknown dtype (fp32, tf32, bf16, fp16, fp8, fp4)");
+    if (!d) fail_key(where, "dense_peak_tflops." + dtype, show_json(entry), "unknown dtype (fp32, tf32, bf16, fp16, fp8, fp4)");
     const Sourced s = sourced(entry, where, "dense_peak_tflops." + dtype);
-    if (s.value > 1e6) fail_key(where, "dense_peak_tflops." + dtype + ".value", entry["value"].dump(), "exceeds 1e6 TFLOP/s");
+    if (s.value > 1e6) fail_key(where, "dense_peak_tflops." + dtype + ".value", show_json(entry["value"]), "exceeds 1e6 TFLOP/s");
     hw.dense_peak_flops_per_s[*d] = s.value * kTB;
     hw.sources["peak_" + dtype] = s.source;
     if (s.unconfirmed) hw.unconfirmed.push_back("peak_" + dtype);
   }
 
   if (const auto sm = one_of(j, where, {{"sm_count", 1.0}, {"cu_count", 1.0}}, false, hw, "sm_count")) {
-    if (sm->second > 1e6) fail_key(where, sm->first, j[sm->first]["value"].dump(), "exceeds a million");
+    if (sm->second > 1e6) fail_key(where, sm->first, show_json(j[sm->first]["value"]), "exceeds a million");
     hw.sm_count = static_cast<std::int64_t>(std::llround(sm->second));
   }
   if (const auto l2 = one_of(j, where, {{"l2_cache_mib", static_cast<double>(kMiB)}, {"l2_cache_mb", 1e6}}, false, hw, "l2_cache")) {
-    if (l2->second > 1e12) fail_key(where, l2->first, j[l2->first]["value"].dump(), "exceeds 1 TB");
+    if (l2->second > 1e12) fail_key(where, l2->first, show_json(j[l2->first]["value"]), "exceeds 1 TB");
     hw.l2_cache = Bytes{static_cast<std::int64_t>(std::llround(l2->second))};
   }
   if (const auto link = one_of(j, where, {{"scale_up_bandwidth_gb_per_s_per_direction", kGB}}, false, hw, "scale_up_bandwidth"))
@@ -122,16 +122,16 @@ HardwareSpec parse_hardware(const json& j, const std::string& where) {
 
   if (j.contains("efficiency")) {
     const json& e = j["efficiency"];
-    if (!e.is_object()) fail_key(where, "efficiency", e.dump(), "expected an object {compute, memory, source}");
+    if (!e.is_object()) fail_key(where, "efficiency", show_json(e), "expected an object {compute, memory, source}");
     for (const char* k : {"compute", "memory"}) {
       if (!e.contains(k)) continue;
       const json& v = e[k];
       if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 1)
-        fail_key(where, std::string("efficiency.") + k, v.dump(), "expected a number in (0, 1]");
+        fail_key(where, std::string("efficiency.") + k, show_json(v), "expected a number in (0, 1]");
       (std::string(k) == "compute" ? hw.efficiency.compute : hw.efficiency.memory) = v.get<double>();
     }
     if (!e.contains("source") || !e["source"].is_string())
-      fail_key(where, "efficiency.source", e.contains("source") ? e["source"].dump() : "(absent)", "every hardware number needs a source");
+      fail_key(where, "efficiency.source", e.contains("source") ? show_json(e["source"]) : "(absent)", "every hardware number needs a source");
     hw.efficiency.source = e["source"].get<std::string>();
   }
   return hw;

@@ -28,11 +28,7 @@ constexpr std::int64_t kMaxCount = std::int64_t{1} << 16;
 constexpr double kMaxParams = 1e15;
 constexpr double kMaxBytesPerToken = 1e10;
 
-std::string show(const json& v) {
-  std::string s = v.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
-}
+std::string show(const json& v) { return show_json(v); }
 
 class Reader {
  public:
@@ -275,6 +271,12 @@ void check_magnitude(const Reader& r, const ModelSpec& m) {
 }
 
 }  // namespace
+
+std::string show_json(const json& v) {
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
 
 json load_json_file(const std::filesystem::path& path, const std::string& shown) {
   const std::string where = shown.empty() ? path.string() : shown;

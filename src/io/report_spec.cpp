@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "mlaplan/io/error.hpp"
+#include "mlaplan/io/hf_config.hpp"
 
 namespace mlaplan {
 
@@ -18,9 +19,7 @@ struct SpecReader {
   const std::string& where;
 
   [[noreturn]] void bad(const std::string& key, const json& v, const std::string& problem) const {
-    std::string shown = v.dump();
-    if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
-    fail_key(where, key, shown, problem);
+    fail_key(where, key, show_json(v), problem);
   }
   std::int64_t integer(const std::string& key, const json& v, std::int64_t lo, std::int64_t hi) const {
     if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() != std::floor(v.get<double>()))
@@ -56,7 +55,7 @@ ReportSpec parse_report_spec(const json& j, const std::string& where) {
                                 "compare_models", "roofline_step", "tolerance", "column_tolerances"};
   for (const auto& [key, value] : j.items()) {
     if (std::find(std::begin(known), std::end(known), key) == std::end(known))
-      fail_key(where, key, value.dump().substr(0, 60), "unknown report spec key");
+      fail_key(where, key, show_json(value), "unknown report spec key");
   }
   SpecReader r{j, where};
   ReportSpec s;

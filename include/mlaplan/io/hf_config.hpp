@@ -10,6 +10,9 @@
 
 namespace mlaplan {
 
+// A JSON value as an error message shows it: compact, invalid UTF-8 replaced, at most 60 characters.
+std::string show_json(const nlohmann::json& v);
+
 // Reads and parses a JSON file; InputError naming the file when it cannot.
 nlohmann::json load_json_file(const std::filesystem::path& path, const std::string& shown = {});
 
