@@ -162,6 +162,19 @@ std::vector<KindFit> fit_kinds(const std::vector<Sample>& train, const Roofline&
   return fits;
 }
 
+Grid checkerboard_grid(const std::vector<int>& heads, const std::vector<int>& batches, const std::vector<int>& queries,
+                       const std::vector<int>& prefixes, int chunk) {
+  Grid g;
+  for (std::size_t hi = 0; hi < heads.size(); ++hi)
+    for (std::size_t bi = 0; bi < batches.size(); ++bi)
+      for (std::size_t qi = 0; qi < queries.size(); ++qi)
+        for (std::size_t pi = 0; pi < prefixes.size(); ++pi) {
+          g.shapes.push_back(MlaShape{heads[hi], 512, 64, 128, 128, batches[bi], queries[qi], prefixes[pi], chunk, true});
+          g.train.push_back((hi + bi + qi + pi) % 2 == 0);
+        }
+  return g;
+}
+
 ErrorStats ape_stats(std::vector<double> e) {
   ErrorStats s;
   s.n = e.size();
@@ -200,21 +213,12 @@ ValidationRun run_cpu_validation(const CpuOptions& opt, const std::function<void
   const Roofline rf = roofline_for(cpu, DType::fp32, Efficiency{});
 
   // 3. The grid: heads per rank as DeepSeek-V3's 128 under TP 16/8/4, batch, query and prefix.
-  // Shapes split into halves like a checkerboard over the axes' indices, so that every value of
-  // every axis (and every kernel) is in both the training and the held-out half.
-  std::vector<MlaShape> grid;
-  std::vector<bool> in_train;
-  const std::vector<int> heads = opt.quick ? std::vector<int>{8, 16} : std::vector<int>{8, 16, 32};
-  const std::vector<int> batches = opt.quick ? std::vector<int>{1} : std::vector<int>{1, 4};
-  const std::vector<int> queries = opt.quick ? std::vector<int>{1, 16, 128} : std::vector<int>{1, 8, 64, 256};
-  const std::vector<int> prefixes = opt.quick ? std::vector<int>{511, 2047} : std::vector<int>{511, 2047, 8191};
-  for (std::size_t hi = 0; hi < heads.size(); ++hi)
-    for (std::size_t bi = 0; bi < batches.size(); ++bi)
-      for (std::size_t qi = 0; qi < queries.size(); ++qi)
-        for (std::size_t pi = 0; pi < prefixes.size(); ++pi) {
-          grid.push_back(MlaShape{heads[hi], 512, 64, 128, 128, batches[bi], queries[qi], prefixes[pi], 1024, true});
-          in_train.push_back((hi + bi + qi + pi) % 2 == 0);
-        }
+  Grid g = checkerboard_grid(opt.quick ? std::vector<int>{8, 16} : std::vector<int>{8, 16, 32},
+                             opt.quick ? std::vector<int>{1} : std::vector<int>{1, 4},
+                             opt.quick ? std::vector<int>{1, 16, 128} : std::vector<int>{1, 8, 64, 256},
+                             opt.quick ? std::vector<int>{511, 2047} : std::vector<int>{511, 2047, 8191}, 1024);
+  std::vector<MlaShape>& grid = g.shapes;
+  std::vector<bool>& in_train = g.train;
   const double budget = opt.quick ? 0.02 : 0.15;
   const int min_reps = opt.quick ? 3 : 5;
 

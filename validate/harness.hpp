@@ -59,6 +59,16 @@ Workload workload_for(const MlaShape& s, DType compute, KvDtype kv, WeightDtype 
 std::string read_first(const char* file, const char* key);
 std::string today();
 
+// The grid of shapes (DeepSeek dims) over heads × batch × query × prefix, split into training and
+// held-out halves like a checkerboard over the axes' indices, so that every value of every axis
+// (and every kernel) is in both halves.
+struct Grid {
+  std::vector<MlaShape> shapes;
+  std::vector<bool> train;
+};
+Grid checkerboard_grid(const std::vector<int>& heads, const std::vector<int>& batches, const std::vector<int>& queries,
+                       const std::vector<int>& prefixes, int chunk);
+
 // Both paths timed whole across query lengths at one prefix: (Q, T_absorb, T_expand).
 struct CrossoverSweep {
   int heads = 16, batch = 1, prefix = 0;

@@ -315,19 +315,12 @@ ValidationRun run_cuda_validation(const CudaOptions& opt, const std::function<vo
   const Roofline rf = roofline_for(gpu_spec, DType::bf16, Efficiency{});
 
   // 3. The grid: heads per rank as DeepSeek-V3 under TP 8/4/2/1, batch, query and prefix.
-  std::vector<MlaShape> grid;
-  std::vector<bool> in_train;
-  const std::vector<int> heads = opt.quick ? std::vector<int>{16, 128} : std::vector<int>{16, 32, 64, 128};
-  const std::vector<int> batches = opt.quick ? std::vector<int>{1, 32} : std::vector<int>{1, 8, 32, 128};
-  const std::vector<int> queries = opt.quick ? std::vector<int>{1, 64} : std::vector<int>{1, 2, 16, 128};
-  const std::vector<int> prefixes = opt.quick ? std::vector<int>{1023, 8191} : std::vector<int>{1023, 8191, 32767};
-  for (std::size_t hi = 0; hi < heads.size(); ++hi)
-    for (std::size_t bi = 0; bi < batches.size(); ++bi)
-      for (std::size_t qi = 0; qi < queries.size(); ++qi)
-        for (std::size_t pi = 0; pi < prefixes.size(); ++pi) {
-          grid.push_back(MlaShape{heads[hi], 512, 64, 128, 128, batches[bi], queries[qi], prefixes[pi], 1024, true});
-          in_train.push_back((hi + bi + qi + pi) % 2 == 0);
-        }
+  const Grid grid_split = checkerboard_grid(opt.quick ? std::vector<int>{16, 128} : std::vector<int>{16, 32, 64, 128},
+                                           opt.quick ? std::vector<int>{1, 32} : std::vector<int>{1, 8, 32, 128},
+                                           opt.quick ? std::vector<int>{1, 64} : std::vector<int>{1, 2, 16, 128},
+                                           opt.quick ? std::vector<int>{1023, 8191} : std::vector<int>{1023, 8191, 32767}, 1 << 30);
+  const std::vector<MlaShape>& grid = grid_split.shapes;
+  const std::vector<bool>& in_train = grid_split.train;
   std::vector<Sample> samples;
   double best_decode_bw = 0;
   for (std::size_t gi = 0; gi < grid.size(); ++gi) {

@@ -27,6 +27,35 @@ __device__ void copy16(void* dst, const void* src, int bytes, int tid) {
     *reinterpret_cast<int4*>(static_cast<char*>(dst) + i) = *reinterpret_cast<const int4*>(static_cast<const char*>(src) + i);
 }
 
+// Scores of the 16 query rows against 16 keys: q [16 x width] · keys[16 x width]ᵀ, stored as
+// columns col0 .. col0 + 15 of s [16 x 64]. Keys are read as Kᵀ (column-major).
+__device__ void score_tile(float* s, int col0, const bf16* q, const bf16* keys, int width) {
+  FragC acc;
+  wmma::fill_fragment(acc, 0.f);
+  for (int k = 0; k < width / 16; ++k) {
+    FragA fa;
+    FragBCol fb;
+    wmma::load_matrix_sync(fa, q + k * 16, width);
+    wmma::load_matrix_sync(fb, keys + k * 16, width);
+    wmma::mma_sync(acc, fa, fb, acc);
+  }
+  wmma::store_matrix_sync(s + col0, acc, kKeys, wmma::mem_row_major);
+}
+
+// o_tile [16 x 16] (row stride ldo) += p [16 x 64] · v_tile [64 x 16] (row stride ldv).
+__device__ void pv_tile(float* o_tile, int ldo, const bf16* p, const bf16* v_tile, int ldv) {
+  FragC acc;
+  wmma::load_matrix_sync(acc, o_tile, ldo, wmma::mem_row_major);
+  for (int k = 0; k < kKeys / 16; ++k) {
+    FragA fa;
+    FragBRow fb;
+    wmma::load_matrix_sync(fa, p + k * 16, kKeys);
+    wmma::load_matrix_sync(fb, v_tile + k * 16 * ldv, ldv);
+    wmma::mma_sync(acc, fa, fb, acc);
+  }
+  wmma::store_matrix_sync(o_tile, acc, ldo, wmma::mem_row_major);
+}
+
 // One online-softmax step over a 16 x 64 score tile: masks keys, updates the running max m and sum
 // l, writes the probabilities as bf16 and each row's correction factor for the accumulator.
 // last_key(r) is the last key row r may see (−1: the row is padding).
@@ -92,37 +121,14 @@ __global__ void __launch_bounds__(kThreads) absorbed_decode_kernel(DecodeArgs a)
     const int page = a.block_table[b * a.max_pages + pg];
     copy16(sk, static_cast<const bf16*>(a.cache) + static_cast<size_t>(page) * kPage * kLatentRow, kKeys * kLatentRow * 2, tid);
     __syncthreads();
-    {  // scores [16 x 64]: warp w takes keys 16w .. 16w + 15, K read as Kᵀ (column-major)
-      FragC acc;
-      wmma::fill_fragment(acc, 0.f);
-      for (int k = 0; k < kLatentRow / 16; ++k) {
-        FragA fa;
-        FragBCol fb;
-        wmma::load_matrix_sync(fa, sq + k * 16, kLatentRow);
-        wmma::load_matrix_sync(fb, sk + warp * 16 * kLatentRow + k * 16, kLatentRow);
-        wmma::mma_sync(acc, fa, fb, acc);
-      }
-      wmma::store_matrix_sync(ss + warp * 16, acc, kKeys, wmma::mem_row_major);
-    }
+    score_tile(ss, warp * 16, sq, sk + warp * 16 * kLatentRow, kLatentRow);  // warp w: keys 16w .. 16w + 15
     __syncthreads();
     softmax_step(ss, sp, sm, sl, sc, pg * kPage, a.scale, last_key, tid);
     __syncthreads();
     for (int i = tid; i < kRows * kLatent; i += kThreads) so[i] *= sc[i / kLatent];
     __syncthreads();
     // o [16 x 512] += p [16 x 64] · page[:, :512]: warp w takes columns 128w .. 128w + 127.
-    for (int nt = 0; nt < 8; ++nt) {
-      float* o_tile = so + warp * 128 + nt * 16;
-      FragC acc;
-      wmma::load_matrix_sync(acc, o_tile, kLatent, wmma::mem_row_major);
-      for (int k = 0; k < kKeys / 16; ++k) {
-        FragA fa;
-        FragBRow fb;
-        wmma::load_matrix_sync(fa, sp + k * 16, kKeys);
-        wmma::load_matrix_sync(fb, sk + k * 16 * kLatentRow + warp * 128 + nt * 16, kLatentRow);
-        wmma::mma_sync(acc, fa, fb, acc);
-      }
-      wmma::store_matrix_sync(o_tile, acc, kLatent, wmma::mem_row_major);
-    }
+    for (int nt = 0; nt < 8; ++nt) pv_tile(so + warp * 128 + nt * 16, kLatent, sp, sk + warp * 128 + nt * 16, kLatentRow);
     __syncthreads();
   }
 
@@ -221,35 +227,13 @@ __global__ void __launch_bounds__(kThreads) flash_mha_kernel(MhaArgs a) {
                          : __float2bfloat16(0.f);
     }
     __syncthreads();
-    {
-      FragC acc;
-      wmma::fill_fragment(acc, 0.f);
-      for (int k = 0; k < kQK / 16; ++k) {
-        FragA fa;
-        FragBCol fb;
-        wmma::load_matrix_sync(fa, sq + k * 16, kQK);
-        wmma::load_matrix_sync(fb, sk + warp * 16 * kQK + k * 16, kQK);
-        wmma::mma_sync(acc, fa, fb, acc);
-      }
-      wmma::store_matrix_sync(ss + warp * 16, acc, kKeys, wmma::mem_row_major);
-    }
+    score_tile(ss, warp * 16, sq, sk + warp * 16 * kQK, kQK);
     __syncthreads();
     softmax_step(ss, sp, sm, sl, sc, key0, a.scale, last_key, tid);
     __syncthreads();
     for (int i = tid; i < kRows * kValue; i += kThreads) so[i] *= sc[i / kValue];
     __syncthreads();
-    for (int nt = warp * 2; nt < warp * 2 + 2; ++nt) {  // 8 column tiles, two per warp
-      FragC acc;
-      wmma::load_matrix_sync(acc, so + nt * 16, kValue, wmma::mem_row_major);
-      for (int k = 0; k < kKeys / 16; ++k) {
-        FragA fa;
-        FragBRow fb;
-        wmma::load_matrix_sync(fa, sp + k * 16, kKeys);
-        wmma::load_matrix_sync(fb, sv + k * 16 * kValue + nt * 16, kValue);
-        wmma::mma_sync(acc, fa, fb, acc);
-      }
-      wmma::store_matrix_sync(so + nt * 16, acc, kValue, wmma::mem_row_major);
-    }
+    for (int nt = warp * 2; nt < warp * 2 + 2; ++nt) pv_tile(so + nt * 16, kValue, sp, sv + nt * 16, kValue);  // two of 8 tiles per warp
     __syncthreads();
   }
   bf16* out = static_cast<bf16*>(a.out);
