@@ -87,6 +87,10 @@ TEST_CASE("Broken files: empty, truncated, binary, enormous, folders, arrays", "
   fs::create_directories(dir);
   expect("capacity -g " + dir.string(), dir.string() + ": is a directory, expected a JSON file");
   expect("report --spec " + dir.string(), dir.string() + ": is a directory, expected a JSON file");
+  // As root no permission bit makes a file unreadable; /proc/self/mem opens but fails every read.
+  expect("kv -m /proc/self/mem", "/proc/self/mem: cannot be read: Input/output error");
+  // A file that reports no size but never ends is cut off at the limit while it is read.
+  expect("kv -m /dev/zero", "/dev/zero: is over 67108864 bytes; JSON inputs are limited to 64 MiB");
   const std::string arr = file("array.json", "[1, 2, 3]");
   expect("kv -m " + arr, arr + ": expected a JSON object at the top level");
   expect("report --spec " + arr, arr + ": expected a JSON object at the top level");

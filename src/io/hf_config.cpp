@@ -1,7 +1,11 @@
 #include "mlaplan/io/hf_config.hpp"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <memory>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -286,12 +290,17 @@ json load_json_file(const std::filesystem::path& path, const std::string& shown)
   constexpr std::uintmax_t kMaxFileBytes = 64u << 20;
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
   if (!ec && size > kMaxFileBytes) fail(where, fmt::format("is {} bytes; JSON inputs are limited to {} (64 MiB)", size, kMaxFileBytes));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(where, "cannot be read");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) fail(where, "cannot be read");
-  const std::string text = buf.str();
+  // C stdio, because a stream cannot tell a read error (EIO) from an empty file.
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
+  if (!f) fail(where, fmt::format("cannot be read: {}", std::strerror(errno)));
+  std::string text;
+  char chunk[65536];
+  std::size_t n = 0;
+  while ((n = std::fread(chunk, 1, sizeof chunk, f.get())) > 0) {
+    text.append(chunk, n);
+    if (text.size() > kMaxFileBytes) fail(where, fmt::format("is over {} bytes; JSON inputs are limited to 64 MiB", kMaxFileBytes));
+  }
+  if (std::ferror(f.get())) fail(where, fmt::format("cannot be read: {}", std::strerror(errno)));
   try {
     json v = json::parse(text);
     if (!v.is_object()) fail(where, "expected a JSON object at the top level");
