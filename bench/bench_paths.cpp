@@ -36,7 +36,7 @@ void BM_PathEvaluation(benchmark::State& state) {
   double q = 1;
   for (auto _ : state) {
     w.groups[0].query = q;
-    benchmark::DoNotOptimize(path_cost(mla_path(m, w, kind), rf).time_s);
+    benchmark::DoNotOptimize(path_cost(mla_path(m, w, kind), rf).time);
     q = q < 4096 ? q + 1 : 1;
   }
   state.SetItemsProcessed(state.iterations());
@@ -51,7 +51,7 @@ void BM_FlopCrossoverSweep(benchmark::State& state) {
   std::vector<MlaGeometry> geometries;
   for (std::int64_t tp : {1, 2, 4, 8}) {
     Workload w = base();
-    w.tp = tp;
+    w.par.tp = tp;
     geometries.push_back(mla_geometry(m, w));
   }
   for (auto _ : state) {
@@ -73,7 +73,7 @@ void BM_RooflineCrossoverSweep(benchmark::State& state) {
   for (auto _ : state) {
     double sum = 0;
     for (std::int64_t i = 0; i < points; ++i) {
-      w.tp = std::int64_t{1} << (i & 3);
+      w.par.tp = std::int64_t{1} << (i & 3);
       sum += roofline_crossover_query(m, w, static_cast<double>(i >> 2), 32, rf);
     }
     benchmark::DoNotOptimize(sum);

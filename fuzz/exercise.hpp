@@ -8,6 +8,7 @@
 #include "mlaplan/core/params.hpp"
 #include "mlaplan/core/paths.hpp"
 #include "mlaplan/core/roofline.hpp"
+#include "mlaplan/core/study.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/hf_config.hpp"
 
@@ -17,8 +18,8 @@ inline void exercise(const ModelSpec& m) {
   HardwareSpec h;
   h.name = "fuzz";
   h.memory_capacity = Bytes{std::int64_t{80} << 30};
-  h.memory_bandwidth_bytes_per_s = 3e12;
-  h.dense_peak_flops_per_s[DType::bf16] = 1e15;
+  h.memory_bandwidth = BytesPerSecond{3e12};
+  h.dense_peak[DType::bf16] = FlopsPerSecond{1e15};
   const Roofline rf = roofline_for(h, DType::bf16, Efficiency{});
   for (KvDtype d : all_kv_dtypes()) {
     (void)kv_bytes_per_token(m, d, 1);
@@ -39,7 +40,7 @@ inline void exercise(const ModelSpec& m) {
     (void)plan_capacity(m, h, q);
     Workload w;
     w.groups = {SequenceGroup{4, 3, 1000}, SequenceGroup{1, 100, 0}};
-    w.tp = tp;
+    w.par.tp = tp;
     for (PathKind k : paths_for(m)) {
       const PathPlan p = k == PathKind::standard ? standard_path(m, w, m.layers.empty() ? 0 : m.layers[0].window) : mla_path(m, w, k);
       (void)path_cost(p, rf);
@@ -48,6 +49,8 @@ inline void exercise(const ModelSpec& m) {
       (void)flop_crossover_query(mla_geometry(m, w), 4096, true);
       (void)roofline_crossover_query(m, w, 4096, 8, rf);
     }
+    (void)cost_study(m, w, rf);
+    (void)kv_study(m, KvDtype::bf16, par, 4096, 3, 16);
   }
 }
 

@@ -3,18 +3,19 @@
 #include <cstdint>
 #include <string>
 
-#include "common.hpp"
+#include "flags.hpp"
+#include "mlaplan/io/lists.hpp"
 #include "mlaplan/io/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string s(reinterpret_cast<const char*>(data), size);
   using namespace mlaplan::cli;
   try {
-    (void)parse_number_list("--prefix", s, 0, 100'000);
+    (void)mlaplan::parse_number_list("--prefix", s, 0, 100'000);
   } catch (const mlaplan::InputError&) {
   }
   try {
-    (void)parse_int_list("--tp", s);
+    (void)mlaplan::parse_int_list("--tp", s);
   } catch (const mlaplan::InputError&) {
   }
   try {

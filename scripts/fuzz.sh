@@ -27,7 +27,7 @@ printf '1,2,4,8' > build-fuzz/corpus/ranges/c
 total=0
 for t in hf_config hardware override ranges report_spec; do
   log=build-fuzz/findings/$t.log
-  ./build-fuzz/fuzz/fuzz_$t -runs="$runs" -max_len=8192 -artifact_prefix=build-fuzz/findings/$t- build-fuzz/corpus/$t >"$log" 2>&1 || {
+  ./build-fuzz/fuzz_$t -runs="$runs" -max_len=8192 -artifact_prefix=build-fuzz/findings/$t- build-fuzz/corpus/$t >"$log" 2>&1 || {
     echo "fuzz_$t: FINDING (see $log)"; tail -n 30 "$log"; exit 1; }
   done_runs=$(grep -o 'Done [0-9]* runs' "$log" | grep -o '[0-9]*' || echo 0)
   total=$((total + done_runs))

@@ -1,11 +1,17 @@
 #pragma once
-// Shared test helpers: every bundled model, loaded once.
+// Shared test helpers: every bundled model loaded once; the planner run in-process; seeds logged.
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "app.hpp"
 #include "mlaplan/core/model.hpp"
-#include "mlaplan/io/registry.hpp"
 #include "mlaplan/io/hf_config.hpp"
+#include "mlaplan/io/registry.hpp"
 
 namespace mlaplan::test {
 
@@ -18,8 +24,34 @@ inline const std::vector<ModelSpec>& all_models() {
   return models;
 }
 
-inline ModelSpec model(const std::string& name, const std::vector<std::string>& sets = {}) {
-  return load_model(name, sets);
+inline ModelSpec model(const std::string& name, const std::vector<std::string>& sets = {}) { return load_model(name, sets); }
+
+// The planner, called in-process with its arguments split at spaces: exit code, stdout, stderr.
+struct Run {
+  int code = -1;
+  std::string out, err;
+};
+inline Run run(const std::string& args) {
+  std::vector<std::string> argv;
+  std::istringstream in(args);
+  for (std::string a; in >> a;) argv.push_back(a);
+  std::ostringstream out, err;
+  cli::Context ctx{out, err, false, MLAPLAN_BIN};
+  Run r;
+  r.code = cli::run(argv, ctx);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+// A seed for a randomised test: $MLAPLAN_TEST_SEED when set (to replay a failure), else fresh.
+// Printed, so every run's seed is in the log.
+inline std::uint64_t seed(const char* test) {
+  std::uint64_t s = 0;
+  if (const char* env = std::getenv("MLAPLAN_TEST_SEED")) s = std::strtoull(env, nullptr, 10);
+  if (s == 0) s = (static_cast<std::uint64_t>(std::random_device{}()) << 32) | std::random_device{}();
+  std::cerr << test << ": seed " << s << " (replay with MLAPLAN_TEST_SEED=" << s << ")\n";
+  return s;
 }
 
 }  // namespace mlaplan::test

@@ -23,13 +23,13 @@ TEST_CASE("DeepSeek-V3 does not fit one H200; on eight it does", "[capacity][exa
   const ModelSpec m = model("deepseek-v3");
   const HardwareSpec h = load_gpu("h200");
   const CapacityResult one = plan_capacity(m, h, request(m, {1, 1, 1}));
-  CHECK_FALSE(one.fits);
-  CHECK(one.reason == "weights and reserve exceed the usable memory per rank");
+  CHECK_FALSE(one.fits());
+  CHECK(one.verdict.reason == "weights and reserve exceed the usable memory per rank");
   CHECK(one.max_tokens_per_rank == 0);
   CHECK(one.kv_pool_bytes_per_rank == Bytes{0});
 
   const CapacityResult eight = plan_capacity(m, h, request(m, {8, 1, 1}));
-  CHECK(eight.fits);
+  CHECK(eight.fits());
   CHECK(eight.usable_per_rank == Bytes{static_cast<std::int64_t>(141 * kGiB * 0.9)});
   CHECK(eight.kv_pool_bytes_per_rank == eight.usable_per_rank - eight.weight_bytes_per_rank - Bytes{2 * kGiB});
   CHECK(eight.kv_bytes_per_token_per_rank == Bytes{70272});
@@ -39,7 +39,7 @@ TEST_CASE("DeepSeek-V3 does not fit one H200; on eight it does", "[capacity][exa
 
   // Data-parallel attention with expert parallelism: each GPU holds its own sequences.
   const CapacityResult dp = plan_capacity(m, h, request(m, {1, 8, 8}));
-  CHECK(dp.fits);
+  CHECK(dp.fits());
   CHECK(dp.max_tokens_cluster == dp.max_tokens_per_rank * 8);
   CHECK(dp.max_tokens_cluster > eight.max_tokens_cluster);
   CHECK(dp.max_sequences > eight.max_sequences);
@@ -48,7 +48,7 @@ TEST_CASE("DeepSeek-V3 does not fit one H200; on eight it does", "[capacity][exa
 TEST_CASE("Llama-3.1-70B on 4 x H100: KV heads split across ranks", "[capacity][example]") {
   const ModelSpec m = model("llama-3.1-70b");
   const CapacityResult r = plan_capacity(m, load_gpu("h100"), request(m, {4, 1, 1}, 8192));
-  CHECK(r.fits);
+  CHECK(r.fits());
   CHECK(r.kv_bytes_per_token_per_rank == Bytes{327680 / 4});
   CHECK(r.max_tokens_per_rank == r.kv_pool_bytes_per_rank.value / (327680 / 4));
 }
@@ -57,8 +57,8 @@ TEST_CASE("A context that no pool can hold is a result with a reason", "[capacit
   const ModelSpec m = model("llama-3.1-8b");
   CapacityRequest q = request(m, {1, 1, 1}, std::int64_t{1} << 30);
   const CapacityResult r = plan_capacity(m, load_gpu("h100"), q);
-  CHECK_FALSE(r.fits);
-  CHECK(r.reason == "the KV pool per rank cannot hold one sequence of the requested context");
+  CHECK_FALSE(r.fits());
+  CHECK(r.verdict.reason == "the KV pool per rank cannot hold one sequence of the requested context");
   CHECK(r.max_tokens_per_rank > 0);
 }
 

@@ -11,40 +11,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "helpers.hpp"
+
 using nlohmann::json;
 
 namespace {
 
-struct Run {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-Run run(const std::string& args) {
-  // Unique per process and call: ctest may run test cases in parallel.
-  static int calls = 0;
-  const auto dir = std::filesystem::temp_directory_path();
-  const std::string stem = "mlaplan_test_" + std::to_string(getpid()) + "_" + std::to_string(++calls);
-  const std::string out = (dir / (stem + ".out")).string();
-  const std::string err = (dir / (stem + ".err")).string();
-  const std::string cmd = std::string(MLAPLAN_BIN) + " " + args + " >" + out + " 2>" + err;
-  const int status = std::system(cmd.c_str());
-  Run r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  std::filesystem::remove(out);
-  std::filesystem::remove(err);
-  return r;
-}
+using mlaplan::test::Run;
+using mlaplan::test::run;
 
 // Bad input: exit 2, one line on stderr, nothing on stdout.
 void expect_error(const std::string& args, const std::string& message) {

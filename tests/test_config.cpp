@@ -176,8 +176,8 @@ TEST_CASE("Bad configs give one exact line naming file, key and value", "[config
 TEST_CASE("Hardware specs: units converted once, every number sourced", "[config][hardware]") {
   const HardwareSpec h = load_gpu("h200");
   CHECK(h.memory_capacity == Bytes{141 * kGiB});
-  CHECK(h.memory_bandwidth_bytes_per_s == 4.8e12);
-  CHECK(*h.peak_flops(DType::bf16) == 989e12);
+  CHECK(h.memory_bandwidth == BytesPerSecond{4.8e12});
+  CHECK(*h.peak_flops(DType::bf16) == FlopsPerSecond{989e12});
   CHECK(*h.ridge_flop_per_byte(DType::bf16) == Approx(206.04).epsilon(1e-3));
   CHECK(*load_gpu("h100").ridge_flop_per_byte(DType::bf16) == Approx(295.3).epsilon(1e-3));
   CHECK(load_gpu("H100-SXM").name == "H100 SXM5 80GB");  // case-insensitive

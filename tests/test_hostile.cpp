@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "helpers.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/hf_config.hpp"
 
@@ -18,26 +19,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-  int code;
-  std::string out, err;
-};
+using mlaplan::test::Run;
+using mlaplan::test::run;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-Run run(const std::string& args) {
-  static int n = 0;
-  const std::string base = (fs::temp_directory_path() / ("mlaplan_hostile_" + std::to_string(getpid()) + "_" + std::to_string(++n))).string();
-  const int status = std::system((std::string(MLAPLAN_BIN) + " " + args + " >" + base + ".out 2>" + base + ".err").c_str());
-  Run r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(base + ".out"), slurp(base + ".err")};
-  fs::remove(base + ".out");
-  fs::remove(base + ".err");
-  return r;
 }
 
 std::string file(const std::string& name, const std::string& text) {

@@ -3,6 +3,8 @@
 // random inputs, and the multiply-adds each way actually performs must equal the engine's FLOPs.
 #include <catch2/catch.hpp>
 
+#include "helpers.hpp"
+
 #include <Eigen/Dense>
 #include <cmath>
 #include <random>
@@ -17,8 +19,8 @@ using Eigen::VectorXd;
 namespace {
 
 struct Shapes {
-  int heads, r, d_n, d_r, d_v, prefix, query;
-  bool causal;
+  int heads = 0, r = 0, d_n = 0, d_r = 0, d_v = 0, prefix = 0, query = 0;
+  bool causal = true;
 };
 
 struct Inputs {
@@ -135,12 +137,14 @@ ModelSpec spec_for(const Shapes& s) {
 }  // namespace
 
 TEST_CASE("Expanded and absorbed MLA agree in float64 and count the engine's FLOPs", "[reference]") {
-  std::random_device seed_source;
-  const std::uint64_t seed = (static_cast<std::uint64_t>(seed_source()) << 32) | seed_source();
+  const std::uint64_t seed = test::seed("mla reference");
   std::mt19937_64 rng(seed);
   const Shapes cases[] = {
-      {4, 16, 8, 4, 6, 5, 3, true},   {3, 32, 16, 8, 16, 0, 7, true}, {8, 24, 12, 4, 10, 17, 1, true},
-      {2, 16, 8, 4, 8, 9, 4, false},  {5, 20, 10, 6, 12, 1, 12, true},
+      {.heads = 4, .r = 16, .d_n = 8, .d_r = 4, .d_v = 6, .prefix = 5, .query = 3, .causal = true},
+      {.heads = 3, .r = 32, .d_n = 16, .d_r = 8, .d_v = 16, .prefix = 0, .query = 7, .causal = true},
+      {.heads = 8, .r = 24, .d_n = 12, .d_r = 4, .d_v = 10, .prefix = 17, .query = 1, .causal = true},
+      {.heads = 2, .r = 16, .d_n = 8, .d_r = 4, .d_v = 8, .prefix = 9, .query = 4, .causal = false},
+      {.heads = 5, .r = 20, .d_n = 10, .d_r = 6, .d_v = 12, .prefix = 1, .query = 12, .causal = true},
   };
   for (const Shapes& s : cases) {
     INFO("seed " << seed << " heads " << s.heads << " r " << s.r << " P " << s.prefix << " Q " << s.query
@@ -160,7 +164,7 @@ TEST_CASE("Expanded and absorbed MLA agree in float64 and count the engine's FLO
     w.groups = {SequenceGroup{1, static_cast<double>(s.query), static_cast<double>(s.prefix)}};
     w.causal = s.causal;
     const ModelSpec m = spec_for(s);
-    CHECK(mla_path(m, w, PathKind::expand).flops() == 2 * macs_e);
-    CHECK(mla_path(m, w, PathKind::absorb).flops() == 2 * macs_a);
+    CHECK(mla_path(m, w, PathKind::expand).flops() == Flops{2 * macs_e});
+    CHECK(mla_path(m, w, PathKind::absorb).flops() == Flops{2 * macs_a});
   }
 }

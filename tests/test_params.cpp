@@ -89,14 +89,10 @@ TEST_CASE("Weight bytes per rank: TP splits, replicated parts stay, EP splits ex
   }
 }
 
-TEST_CASE("Parameter counts are sums of their groups for every model", "[params][property]") {
+TEST_CASE("Active parameters, bf16 bytes and per-rank weights for every model", "[params][property]") {
   for (const ModelSpec& m : all_models()) {
     INFO(m.name);
     const ParamCounts c = count_params(m);
-    Params sum{0};
-    for (const auto& [g, p] : c.by_group) sum += p;
-    CHECK(sum == c.total);
-    CHECK(c.main + c.mtp == c.total);
     CHECK(c.active <= c.main);
     CHECK(c.active.value > 0);
     // Weight bytes at bf16 are exactly two bytes per parameter.

@@ -17,34 +17,33 @@ namespace {
 Workload step(double query, double prefix, std::int64_t tp = 1, KvDtype kv = KvDtype::bf16) {
   Workload w;
   w.groups = {SequenceGroup{1, query, prefix}};
-  w.tp = tp;
+  w.par.tp = tp;
   w.kv = kv;
   return w;
 }
 
-double gflop(const ModelSpec& m, const Workload& w, PathKind k) { return mla_path(m, w, k).flops() / 1e9; }
+double gflop(const ModelSpec& m, const Workload& w, PathKind k) { return mla_path(m, w, k).flops().value / 1e9; }
 
-Op op_named(const PathPlan& p, std::string_view name) {
-  for (const Op& op : p)
-    if (name == op.name) return op;
-  FAIL("no op " << name);
-  return {};
+Op op_of(const PathPlan& p, OpId id) {
+  const Op* op = p.find(id);
+  if (!op) FAIL("no op " << to_string(id));
+  return *op;
 }
 
 }  // namespace
 
 TEST_CASE("DeepSeek-V3 TP=1: expanding a token and the cost of a pair", "[paths][example]") {
   const MlaGeometry g = mla_geometry(model("deepseek-v3"), step(1, 0));
-  CHECK(expand_flops_per_token(g) == 33554432.0);
-  CHECK(expand_flops_per_pair(g) == 81920.0);
-  CHECK(absorb_flops_per_pair(g) == 278528.0);
+  CHECK(expand_flops_per_token(g) == Flops{33554432.0});
+  CHECK(expand_flops_per_pair(g) == Flops{81920.0});
+  CHECK(absorb_flops_per_pair(g) == Flops{278528.0});
   CHECK(absorb_flops_per_pair(g) / expand_flops_per_pair(g) == Approx(3.4));
 }
 
 TEST_CASE("DeepSeek-V3 per-layer attention core FLOPs: the seeds' four workloads", "[paths][example]") {
   const ModelSpec m = model("deepseek-v3");
   // Decode at 8K context: one query after 8,191 cached tokens (S = 8,192 keys).
-  CHECK(mla_path(m, step(1, 8191), PathKind::expand).flops() == 33554432.0 * 8192 + 81920.0 * 8192);
+  CHECK(mla_path(m, step(1, 8191), PathKind::expand).flops() == Flops{33554432.0 * 8192 + 81920.0 * 8192});
   CHECK(gflop(m, step(1, 8191), PathKind::expand) == Approx(275.5).margin(0.05));
   CHECK(gflop(m, step(1, 8191), PathKind::absorb) == Approx(2.3).margin(0.05));
   // Prefill 8K: causal, 8,192·8,193/2 pairs.
@@ -57,7 +56,7 @@ TEST_CASE("DeepSeek-V3 per-layer attention core FLOPs: the seeds' four workloads
   CHECK(gflop(m, step(512, 32768), PathKind::absorb) == Approx(4726.7).margin(0.05));
   // The folds cost exactly what expanding one token costs: 2·h·r·(d_n + d_v) per query.
   const PathPlan a = mla_path(m, step(1, 8191), PathKind::absorb);
-  CHECK(op_named(a, "q_absorb_w_uk").flops + op_named(a, "out_absorb_w_uv").flops == 33554432.0);
+  CHECK(op_of(a, OpId::q_absorb_w_uk).flops + op_of(a, OpId::out_absorb_w_uv).flops == Flops{33554432.0});
 }
 
 TEST_CASE("The asymptotic FLOP crossover of DeepSeek-V3 is 170.7 and TP-invariant", "[paths][crossover][example]") {
@@ -81,9 +80,9 @@ TEST_CASE("The closed-form FLOP crossover equalises the two paths' FLOPs", "[pat
       w.causal = causal;
       const double q = flop_crossover_query(mla_geometry(m, w), p, causal);
       w.groups[0].query = q;
-      const double fe = mla_path(m, w, PathKind::expand).flops(), fa = mla_path(m, w, PathKind::absorb).flops();
+      const Flops fe = mla_path(m, w, PathKind::expand).flops(), fa = mla_path(m, w, PathKind::absorb).flops();
       INFO("P=" << p << " causal=" << causal << " Q*=" << q);
-      CHECK(fe == Approx(fa).epsilon(1e-9));
+      CHECK(fe.value == Approx(fa.value).epsilon(1e-9));
       w.groups[0].query = q * 0.9;
       CHECK(mla_path(m, w, PathKind::absorb).flops() < mla_path(m, w, PathKind::expand).flops());
       w.groups[0].query = q * 1.1;
@@ -95,7 +94,7 @@ TEST_CASE("The closed-form FLOP crossover equalises the two paths' FLOPs", "[pat
 TEST_CASE("Absorbed decode intensity: 242 FLOP/B in bf16, 30 at TP=8, 484 with an fp8 cache", "[paths][example]") {
   const ModelSpec m = model("deepseek-v3");
   auto intensity = [&](std::int64_t tp, KvDtype kv) {
-    const Op att = op_named(mla_path(m, step(1, 131071, tp, kv), PathKind::absorb), "latent_attention_mqa");
+    const Op att = op_of(mla_path(m, step(1, 131071, tp, kv), PathKind::absorb), OpId::latent_attention_mqa);
     return att.flops / att.cache_bytes_read;
   };
   CHECK(intensity(1, KvDtype::bf16) == Approx(278528.0 / 1152));
@@ -105,23 +104,23 @@ TEST_CASE("Absorbed decode intensity: 242 FLOP/B in bf16, 30 at TP=8, 484 with a
   // GQA with 64 query heads over 8 KV heads: 8 FLOP/B.
   const ModelSpec l = model("llama-3.1-70b");
   Workload w = step(1, 8191);
-  const Op att = op_named(standard_path(l, w), "attention");
+  const Op att = op_of(standard_path(l, w), OpId::attention);
   CHECK(att.flops / att.cache_bytes_read == 8.0);
 }
 
 TEST_CASE("4,096 tokens over 61 layers on H100: 69.6 GFLOP and 287.8 MB, 70 us and 86 us", "[paths][roofline][example]") {
   const ModelSpec m = model("deepseek-v3");
-  const Op att = op_named(mla_path(m, step(1, 4095), PathKind::absorb), "latent_attention_mqa");
-  const double flops = att.flops * 61, cache = att.cache_bytes_read * 61;
+  const Op att = op_of(mla_path(m, step(1, 4095), PathKind::absorb), OpId::latent_attention_mqa);
+  const double flops = att.flops.value * 61, cache = att.cache_bytes_read.value * 61;
   CHECK(flops / 1e9 == Approx(69.6).margin(0.05));
   CHECK(cache / 1e6 == Approx(287.8).margin(0.05));
   const HardwareSpec h100 = load_gpu("h100");
   const Roofline rf = roofline_for(h100, DType::bf16, Efficiency{});
-  CHECK(rf.peak_flops_per_s == 989.4e12);
-  CHECK(flops / rf.peak_flops_per_s * 1e6 == Approx(70).margin(0.5));
-  CHECK(cache / rf.bandwidth_bytes_per_s * 1e6 == Approx(86).margin(0.5));
+  CHECK(rf.peak == FlopsPerSecond{989.4e12});
+  CHECK(flops / rf.peak.value * 1e6 == Approx(70).margin(0.5));
+  CHECK(cache / rf.bandwidth.value * 1e6 == Approx(86).margin(0.5));
   // The op as a whole also reads the query and writes the output, so it is a little slower.
-  CHECK(op_time(att, rf).memory_s * 61 > cache / rf.bandwidth_bytes_per_s);
+  CHECK(op_time(att, rf).memory.value * 61 > cache / rf.bandwidth.value);
   CHECK(rf.ridge() == Approx(295.3).epsilon(1e-3));
 }
 
@@ -131,11 +130,11 @@ TEST_CASE("Chunked expand: same FLOPs as expand plus the merge, workspace bounde
   w.chunk = 8192;
   const PathPlan e = mla_path(m, w, PathKind::expand), c = mla_path(m, w, PathKind::chunked);
   const double chunks = std::ceil((65536.0 + 1024) / 8192);
-  const Op merge = op_named(c, "lse_merge");
-  CHECK(merge.flops == (chunks - 1) * 1024 * 128 * (2 * 128 + 4));
-  CHECK(c.flops() == Approx(e.flops() + merge.flops));
-  CHECK(c.workspace_bytes() == 8192.0 * 128 * (128 + 64 + 128) * 2);
-  CHECK(e.workspace_bytes() == (65536.0 + 1024) * 128 * (128 + 64 + 128) * 2);
+  const Op merge = op_of(c, OpId::lse_merge);
+  CHECK(merge.flops == Flops{(chunks - 1) * 1024 * 128 * (2 * 128 + 4)});
+  CHECK(c.flops().value == Approx((e.flops() + merge.flops).value));
+  CHECK(c.workspace_bytes() == BytesF{8192.0 * 128 * (128 + 64 + 128) * 2});
+  CHECK(e.workspace_bytes() == BytesF{(65536.0 + 1024) * 128 * (128 + 64 + 128) * 2});
   w.chunk = 1e9;  // one chunk: no merge work
   CHECK(mla_path(m, w, PathKind::chunked).flops() == mla_path(m, w, PathKind::expand).flops());
 }
@@ -143,42 +142,42 @@ TEST_CASE("Chunked expand: same FLOPs as expand plus the merge, workspace bounde
 TEST_CASE("DSA: indexer over the whole prefix, absorbed attention over the top 2,048", "[paths][example]") {
   const ModelSpec m = model("deepseek-v3.2-exp");
   const PathPlan s = mla_path(m, step(1, 32767), PathKind::sparse);
-  const Op ix = op_named(s, "indexer_scores");
-  CHECK(ix.flops == 32768.0 * 2 * 64 * 129);
-  CHECK(ix.cache_bytes_read == 32768.0 * 132);
-  const Op att = op_named(s, "sparse_latent_attention");
-  CHECK(att.flops == 2048.0 * 278528);
-  CHECK(att.cache_bytes_read == 2048.0 * 1152);
+  const Op ix = op_of(s, OpId::indexer_scores);
+  CHECK(ix.flops == Flops{32768.0 * 2 * 64 * 129});
+  CHECK(ix.cache_bytes_read == BytesF{32768.0 * 132});
+  const Op att = op_of(s, OpId::sparse_latent_attention);
+  CHECK(att.flops == Flops{2048.0 * 278528});
+  CHECK(att.cache_bytes_read == BytesF{2048.0 * 1152});
   // A prefix shorter than top-k: sparse attention is the dense one.
   const PathPlan shortp = mla_path(m, step(4, 100), PathKind::sparse);
-  CHECK(op_named(shortp, "sparse_latent_attention").flops ==
-        op_named(mla_path(m, step(4, 100), PathKind::absorb), "latent_attention_mqa").flops);
+  CHECK(op_of(shortp, OpId::sparse_latent_attention).flops ==
+        op_of(mla_path(m, step(4, 100), PathKind::absorb), OpId::latent_attention_mqa).flops);
 }
 
 TEST_CASE("Layer scope adds the projections, the same on both paths", "[paths]") {
   const ModelSpec m = model("deepseek-v3");
   Workload w = step(16, 4096);
-  const double core_diff = mla_path(m, w, PathKind::expand).flops() - mla_path(m, w, PathKind::absorb).flops();
+  const double core_diff = (mla_path(m, w, PathKind::expand).flops() - mla_path(m, w, PathKind::absorb).flops()).value;
   w.projections = true;
-  const double layer_diff = mla_path(m, w, PathKind::expand).flops() - mla_path(m, w, PathKind::absorb).flops();
+  const double layer_diff = (mla_path(m, w, PathKind::expand).flops() - mla_path(m, w, PathKind::absorb).flops()).value;
   CHECK(layer_diff == Approx(core_diff));
   const PathPlan p = mla_path(m, w, PathKind::absorb);
-  CHECK(op_named(p, "q_a_proj").flops == 2.0 * 16 * 7168 * 1536);
-  CHECK(op_named(p, "o_proj").flops == 2.0 * 16 * 128 * 128 * 7168);
+  CHECK(op_of(p, OpId::q_a_proj).flops == Flops{2.0 * 16 * 7168 * 1536});
+  CHECK(op_of(p, OpId::o_proj).flops == Flops{2.0 * 16 * 128 * 128 * 7168});
 }
 
 TEST_CASE("Data-parallel attention splits the batch, TP splits the heads", "[paths]") {
   const ModelSpec m = model("deepseek-v3");
   Workload w = step(1, 8191);
   w.groups[0].count = 64;
-  const double full = mla_path(m, w, PathKind::absorb).flops();
-  w.dp = 8;
-  CHECK(mla_path(m, w, PathKind::absorb).flops() == Approx(full / 8));
-  w.dp = 1;
-  w.tp = 8;
-  CHECK(mla_path(m, w, PathKind::absorb).flops() == Approx(full / 8));
+  const double full = mla_path(m, w, PathKind::absorb).flops().value;
+  w.par.dp = 8;
+  CHECK(mla_path(m, w, PathKind::absorb).flops().value == Approx(full / 8));
+  w.par.dp = 1;
+  w.par.tp = 8;
+  CHECK(mla_path(m, w, PathKind::absorb).flops().value == Approx(full / 8));
   // Under TP the cache is still read whole: bytes do not fall by 8.
-  CHECK(op_named(mla_path(m, w, PathKind::absorb), "latent_attention_mqa").cache_bytes_read == 64.0 * 8192 * 1152);
+  CHECK(op_of(mla_path(m, w, PathKind::absorb), OpId::latent_attention_mqa).cache_bytes_read == BytesF{64.0 * 8192 * 1152});
 }
 
 // ---- laws over every bundled model ----
@@ -187,7 +186,7 @@ TEST_CASE("Roofline: every op's time is the larger of its two bounds", "[paths][
   const HardwareSpec h = load_gpu("h200");
   for (const ModelSpec& m : all_models()) {
     for (double launch : {0.0, 3e-6}) {
-      const Roofline rf = roofline_for(h, DType::bf16, Efficiency{0.7, 0.85, "test"}, launch);
+      const Roofline rf = roofline_for(h, DType::bf16, Efficiency{0.7, 0.85, "test"}, Seconds{launch});
       for (double q : {1.0, 64.0, 2048.0}) {
         Workload w = step(q, 8192);
         w.projections = true;
@@ -196,12 +195,13 @@ TEST_CASE("Roofline: every op's time is the larger of its two bounds", "[paths][
           double sum = 0;
           for (const Op& op : p) {
             const OpTime t = op_time(op, rf);
-            INFO(m.name << " " << op.name);
-            CHECK(t.time_s == std::max(op.flops / (h.peak_flops(DType::bf16).value() * 0.7),
-                                       op.bytes() / (h.memory_bandwidth_bytes_per_s * 0.85)) + launch);
-            sum += t.time_s;
+            INFO(m.name << " " << op.name());
+            CHECK(t.time.value == std::max(op.flops.value / (h.peak_flops(DType::bf16)->value * 0.7),
+                                           op.bytes().value / (h.memory_bandwidth.value * 0.85)) + launch);
+            sum += t.time.value;
           }
-          CHECK(path_cost(p, rf).time_s == Approx(sum));
+          // path_cost divides once per path, op_time once per op: the two must agree.
+          CHECK(path_cost(p, rf).time.value == Approx(sum));
         }
       }
     }
@@ -224,8 +224,8 @@ TEST_CASE("The roofline crossover solves T_expand = T_absorb; FLOP-only ignores 
       REQUIRE(std::isfinite(q));
       REQUIRE(q > 0);
       w.groups = {SequenceGroup{32, q, 16384}};
-      const double te = path_cost(mla_path(m, w, PathKind::expand), rf).time_s;
-      const double ta = path_cost(mla_path(m, w, PathKind::absorb), rf).time_s;
+      const double te = path_cost(mla_path(m, w, PathKind::expand), rf).time.value;
+      const double ta = path_cost(mla_path(m, w, PathKind::absorb), rf).time.value;
       CHECK(te == Approx(ta).epsilon(1e-9));
       by_tp.push_back(q);
     }

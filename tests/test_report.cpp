@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "helpers.hpp"
 #include "mlaplan/io/table.hpp"
 
 namespace fs = std::filesystem;
@@ -29,21 +30,8 @@ std::string slurp(const fs::path& p) {
   return s.str();
 }
 
-struct Run {
-  int code;
-  std::string out, err;
-};
-
-Run run(const std::string& args) {
-  static int n = 0;
-  const fs::path base = fs::temp_directory_path() / ("mlaplan_report_test_" + std::to_string(getpid()) + "_" + std::to_string(++n));
-  const std::string cmd = std::string(MLAPLAN_BIN) + " " + args + " >" + base.string() + ".out 2>" + base.string() + ".err";
-  const int status = std::system(cmd.c_str());
-  Run r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(base.string() + ".out"), slurp(base.string() + ".err")};
-  fs::remove(base.string() + ".out");
-  fs::remove(base.string() + ".err");
-  return r;
-}
+using mlaplan::test::Run;
+using mlaplan::test::run;
 
 fs::path scratch(const std::string& name) {
   const fs::path p = fs::temp_directory_path() / ("mlaplan_" + std::to_string(getpid()) + "_" + name);
@@ -221,16 +209,16 @@ TEST_CASE("The default report: four valid SVGs, CSVs that match the spec, md num
       }
       REQUIRE(md_cells.size() >= shown.size());
       const std::vector<std::string>* match = nullptr;
-      for (std::size_t r = 1; r < rows.size() && !match; ++r) {
+      for (std::size_t row = 1; row < rows.size() && !match; ++row) {
         bool all = true;
         for (const auto& k : key_cols) {
           const std::size_t mi = static_cast<std::size_t>(std::find(shown.begin(), shown.end(), k) - shown.begin());
           if (mi >= shown.size()) continue;
           double v = 0, p = 0;
-          const std::string& csv = rows[r][index(k)];
+          const std::string& csv = rows[row][index(k)];
           all = all && (md_cells[mi] == csv || (parse_human(md_cells[mi], v, p) && std::fabs(v - std::strtod(csv.c_str(), nullptr)) < 0.5));
         }
-        if (all) match = &rows[r];
+        if (all) match = &rows[row];
       }
       INFO(file << ": " << line);
       REQUIRE(match);
@@ -271,6 +259,29 @@ TEST_CASE("report --check: a doctored golden fails naming the row; an untouched 
   CHECK(drift.code == 1);
   CHECK(drift.out.find("kv.csv row 1 (model=deepseek-v3, attention=mla, kv_dtype=bf16): bytes_per_token: 70273 -> 70272\n") != std::string::npos);
   CHECK(drift.out.find(", 1 moved\n") != std::string::npos);
+
+  // report.md is compared too, line by line: a changed sentence is drift.
+  std::ofstream(dir / "kv.csv") << slurp(golden / "kv.csv");
+  std::string md = slurp(dir / "report.md");
+  const auto sum = md.find("## Summary");
+  REQUIRE(sum != std::string::npos);
+  md.insert(sum + 10, " (edited)");
+  std::ofstream(dir / "report.md") << md;
+  const Run md_drift = run("report --check " + dir.string());
+  CHECK(md_drift.code == 1);
+  CHECK(md_drift.out.find("report.md line ") != std::string::npos);
+  CHECK(md_drift.out.find(": ## Summary (edited) -> ## Summary\n") != std::string::npos);
+  CHECK(md_drift.out.find(", 1 moved\n") != std::string::npos);
+  std::ofstream(dir / "report.md") << slurp(golden / "report.md");
+
+  // A golden table that is missing is drift, not a pass.
+  fs::remove(dir / "intensity.csv");
+  const Run missing = run("report --check " + dir.string());
+  CHECK(missing.code == 1);
+  CHECK(missing.out.find("intensity.csv: missing from " + dir.string() + "\n") != std::string::npos);
+  CHECK(missing.out.find(", 1 moved\n") != std::string::npos);
+  std::ofstream(dir / "intensity.csv") << slurp(golden / "intensity.csv");
+  CHECK(run("report --check " + dir.string()).code == 0);
 
   // A changed formula constant, seen through the spec: a different block size moves capacity rows.
   json spec = json::parse(slurp(dir / "spec.json"));

@@ -1,47 +1,135 @@
 // The validation harness: the fits recover known efficiencies, the error statistics are right, the
-// CPU kernels agree with float64, and published timings are predicted within a bound.
+// join of kernels to the cost model's ops cannot miss, the outputs reproduce byte for byte, the CPU
+// kernels agree with float64, published timings are predicted within a bound, and `mlaplan validate`
+// reaches mlaplan-validate (or says clearly that it is missing).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <regex>
 #include <sstream>
+#include <stdexcept>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "against.hpp"
+#include "fit.hpp"
 #include "harness.hpp"
+#include "helpers.hpp"
 #include "kernels_cpu.hpp"
+#include "mlaplan/io/hardware_json.hpp"
 #include "mlaplan/io/registry.hpp"
 #include "mlaplan/io/table.hpp"
+#include "results.hpp"
+#include "validate_cli.hpp"
 
 using namespace mlaplan;
 using namespace mlaplan::validate;
+namespace fs = std::filesystem;
+
+namespace {
+
+Roofline machine() {
+  Roofline rf;
+  rf.peak = FlopsPerSecond{100e9};
+  rf.bandwidth = BytesPerSecond{20e9};
+  return rf;
+}
+
+// A measured run whose times follow a known model exactly: what a perfect backend would report.
+MeasuredRun synthetic_run(std::uint64_t seed) {
+  MeasuredRun mr;
+  mr.title = "synthetic";
+  mr.command = "test";
+  mr.machine = "none";
+  mr.seed = seed;
+  mr.rf = machine();
+  mr.checks = {KernelCheck{.kernel = "k", .max_rel_error = 1e-7, .bound = 1e-6, .poisoned_left = false}};
+  mr.hardware.name = "synthetic";
+  mr.hardware.memory_capacity = Bytes{kGiB};
+  mr.hardware.memory_bandwidth = mr.rf.bandwidth;
+  mr.hardware.dense_peak[DType::fp32] = mr.rf.peak;
+  mr.hardware_file = "calibrated.json";
+  // Efficiencies and a fixed cost on the fit's grid, so a correct fit recovers them exactly.
+  const KernelFit truth{.op = OpId::latent_attention_mqa, .eta_compute = geometric_axis(0.01, 2, 40)[30],
+                        .eta_memory = geometric_axis(0.01, 16, 48)[40], .t0 = Seconds{2e-6}, .t_call = Seconds{0}};
+  const Grid g = checkerboard_grid({8, 16}, {1, 4}, {1, 64}, {511, 2047}, 1024);
+  for (std::size_t i = 0; i < g.shapes.size(); ++i) {
+    const Workload w = workload_for(g.shapes[i], DType::fp32, KvDtype::fp32, WeightDtype::fp32);
+    const PathPlan plan = mla_path(model_for(g.shapes[i]), w, PathKind::absorb);
+    Seconds path{0};
+    for (const Op& op : plan) {
+      const Seconds t = predict(truth, op.flops, op.bytes(), 0, mr.rf);
+      path += t;
+      mr.samples.push_back(Sample{.shape = g.shapes[i], .path = PathKind::absorb, .op = op.id, .flops = op.flops, .bytes = op.bytes(),
+                                  .calls = 0, .measured = t, .spread = 0.01, .sol = op_time(op, mr.rf).time, .fit = Seconds{0},
+                                  .train = g.train[i]});
+    }
+    mr.samples.push_back(Sample{.shape = g.shapes[i], .path = PathKind::absorb, .op = std::nullopt, .flops = plan.flops(),
+                                .bytes = plan.bytes(), .calls = 0, .measured = path, .spread = 0.01, .sol = path_cost(plan, mr.rf).time,
+                                .fit = Seconds{0}, .train = g.train[i]});
+  }
+  return mr;
+}
+
+std::string file_of(const ValidationRun& r, const std::string& name) {
+  for (const auto& [n, text] : r.files)
+    if (n == name) return text;
+  return {};
+}
+
+test::Run process(const std::string& command) {
+  const fs::path base = fs::temp_directory_path() / ("mlaplan_validate_test_" + std::to_string(getpid()));
+  const int status = std::system((command + " >" + base.string() + ".out 2>" + base.string() + ".err").c_str());
+  auto slurp = [](const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  test::Run r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(base.string() + ".out"), slurp(base.string() + ".err")};
+  fs::remove(base.string() + ".out");
+  fs::remove(base.string() + ".err");
+  return r;
+}
+
+}  // namespace
 
 TEST_CASE("The per-kernel fit recovers efficiencies, fixed and per-call costs it was given", "[validate]") {
-  Roofline rf;
-  rf.peak_flops_per_s = 100e9;
-  rf.bandwidth_bytes_per_s = 20e9;
-  const KindFit truth{"k", 0.5, 0.8, 2e-6, 1e-6, 0};
+  const Roofline rf = machine();
+  const KernelFit truth{.op = OpId::kv_up_proj, .eta_compute = 0.5, .eta_memory = 0.8, .t0 = Seconds{2e-6}, .t_call = Seconds{1e-6}};
   std::vector<Sample> train;
   std::mt19937_64 rng(3);
   std::uniform_real_distribution<double> u(0, 1);
   for (int i = 0; i < 30; ++i) {
     Sample s;
-    s.op = "k";
-    s.kind = "gemm";
-    s.flops = std::pow(10.0, 6 + 4 * u(rng));
-    s.bytes = std::pow(10.0, 5 + 4 * u(rng));
+    s.op = OpId::kv_up_proj;
+    s.flops = Flops{std::pow(10.0, 6 + 4 * u(rng))};
+    s.bytes = BytesF{std::pow(10.0, 5 + 4 * u(rng))};
     s.calls = std::floor(1 + 100 * u(rng));
-    s.measured_s = predict(s, truth, rf);
+    s.measured = predict(truth, s.flops, s.bytes, s.calls, rf);
     train.push_back(s);
   }
-  const auto fits = fit_kinds(train, rf);
+  const auto fits = fit_kernels(train, rf);
   REQUIRE(fits.size() == 1);
-  for (const Sample& s : train) CHECK(predict(s, fits[0], rf) == Approx(s.measured_s).epsilon(0.1));
+  CHECK(fits[0].op == OpId::kv_up_proj);
+  for (const Sample& s : train) CHECK(predict(fits[0], s.flops, s.bytes, s.calls, rf).value == Approx(s.measured.value).epsilon(0.1));
   CHECK(fits[0].eta_compute == Approx(0.5).epsilon(0.15));
   CHECK(fits[0].eta_memory == Approx(0.8).epsilon(0.15));
+}
+
+TEST_CASE("The grid fit returns the grid point that minimises the loss, first one on ties", "[validate]") {
+  const std::vector<double> best = grid_fit({{1, 2, 3}, {10, 20, 30, 40}}, [](const std::vector<double>& p) {
+    return (p[0] - 2) * (p[0] - 2) + (p[1] - 31) * (p[1] - 31);
+  });
+  CHECK(best == std::vector<double>{2, 30});
+  CHECK(grid_fit({{1, 2}, {5, 6}}, [](const std::vector<double>&) { return 0.0; }) == std::vector<double>{1, 5});
+  const std::vector<double> axis = geometric_axis(0.01, 16, 48);
+  CHECK(axis.size() == 49);
+  CHECK(axis.front() == 0.01);
+  CHECK(axis.back() == Approx(16));
 }
 
 TEST_CASE("Error statistics: median and 90th percentile", "[validate]") {
@@ -50,11 +138,94 @@ TEST_CASE("Error statistics: median and 90th percentile", "[validate]") {
   CHECK(s.median == 0.6);
   CHECK(s.p90 == 0.9);
   CHECK(ape_stats({}).n == 0);
+  const Timing t = timing_of({4, 1, 3, 2, 5, 6, 7, 8});
+  CHECK(t.median == Seconds{5});
+  CHECK(t.spread == Approx((7.0 - 3.0) / 5.0));
+}
+
+TEST_CASE("Kernels are joined to the cost model's ops by id: a missing or extra kernel is an error", "[validate]") {
+  const MlaShape s{.heads = 4, .batch = 1, .query = 2, .prefix = 100, .chunk = 64};
+  const Workload w = workload_for(s, DType::fp32, KvDtype::fp32, WeightDtype::fp32);
+  int calls = 0;
+  const Timer timer = [&](const std::function<void()>& f) {
+    f();
+    ++calls;
+    return Timing{Seconds{1e-3 * calls}, 0.05};
+  };
+  auto noop = [] {};
+  const PathKernels absorb{PathKind::absorb,
+                           {{OpId::q_absorb_w_uk, noop}, {OpId::latent_attention_mqa, noop}, {OpId::out_absorb_w_uv, noop}},
+                           nullptr};
+  const std::vector<Sample> samples = time_paths(s, w, {absorb}, machine(), timer, nullptr, true);
+  REQUIRE(samples.size() == 4);
+  CHECK(samples[0].op == OpId::q_absorb_w_uk);
+  CHECK(samples[3].is_path());
+  CHECK(samples[3].measured == Seconds{4e-3});  // the whole path is timed, not left at zero
+  CHECK(samples[3].spread == 0.05);
+  CHECK(samples[3].flops == mla_path(model_for(s), w, PathKind::absorb).flops());
+
+  const PathKernels missing{PathKind::absorb, {{OpId::q_absorb_w_uk, noop}, {OpId::out_absorb_w_uv, noop}}, nullptr};
+  CHECK_THROWS_WITH(time_paths(s, w, {missing}, machine(), timer, nullptr, true),
+                    "validation: no kernel for latent_attention_mqa of the absorb path");
+  PathKernels extra = absorb;
+  extra.ops.push_back({OpId::split_kv_merge, noop});
+  CHECK_THROWS_WITH(time_paths(s, w, {extra}, machine(), timer, nullptr, true),
+                    "validation: a kernel times split_kv_merge, which the absorb path's plan does not have");
+  // With two split-KV partitions the plan has the merge, and the same kernel list is then complete.
+  Workload split = w;
+  split.kv_splits = 2;
+  CHECK(time_paths(s, split, {extra}, machine(), timer, nullptr, true).size() == 5);
+}
+
+TEST_CASE("Validation outputs reproduce byte for byte and carry no date", "[validate]") {
+  const ValidationRun a = finish_validation(synthetic_run(42)), b = finish_validation(synthetic_run(42));
+  REQUIRE(a.files.size() == b.files.size());
+  for (std::size_t i = 0; i < a.files.size(); ++i) {
+    INFO(a.files[i].first);
+    CHECK(a.files[i] == b.files[i]);
+    CHECK_FALSE(std::regex_search(a.files[i].second, std::regex("20[0-9][0-9]-[01][0-9]-[0-3][0-9]")));
+  }
+  CHECK(a.checks_passed);
+  CHECK(a.held_out_median_ape < 1e-9);  // the model that made the times fits them exactly
+  CHECK(file_of(a, "report.md").find("--seed 42") != std::string::npos);
+  CHECK(file_of(a, "fit.json").find("\"seed\": 42") != std::string::npos);
+  // The calibrated machine is written through io and reads back as the same spec.
+  const HardwareSpec back = parse_hardware(nlohmann::json::parse(file_of(a, "calibrated.json")), "calibrated.json");
+  CHECK(back.memory_bandwidth == BytesPerSecond{20e9});
+  CHECK(back.peak_flops(DType::fp32) == FlopsPerSecond{100e9});
+}
+
+TEST_CASE("A failed float64 check stops the run before anything is timed or fitted", "[validate]") {
+  MeasuredRun mr = synthetic_run(7);
+  mr.checks.push_back(KernelCheck{.kernel = "broken", .max_rel_error = 0.5, .bound = 1e-2, .poisoned_left = false});
+  const ValidationRun r = finish_validation(std::move(mr));
+  CHECK_FALSE(r.checks_passed);
+  REQUIRE(r.files.size() == 2);
+  CHECK(r.files[0].first == "report.md");
+  CHECK(r.files[1].first == "checks.csv");
+  CHECK(r.files[0].second.find("**FAILURES**; nothing was timed") != std::string::npos);
+}
+
+TEST_CASE("Hardware specs round-trip through their JSON form", "[validate][io]") {
+  for (const BundledEntry& e : bundled_gpus()) {
+    INFO(e.short_name);
+    const HardwareSpec h = load_gpu(e.short_name);
+    const HardwareSpec back = parse_hardware(hardware_to_json(h), "round trip");
+    CHECK(back.memory_capacity == h.memory_capacity);
+    CHECK(back.memory_bandwidth.value == Approx(h.memory_bandwidth.value).epsilon(1e-12));
+    REQUIRE(back.dense_peak.size() == h.dense_peak.size());
+    for (const auto& [d, p] : h.dense_peak) CHECK(back.peak_flops(d)->value == Approx(p.value).epsilon(1e-12));
+    CHECK(back.sm_count == h.sm_count);
+    CHECK(back.l2_cache.value == Approx(static_cast<double>(h.l2_cache.value)).epsilon(1e-9));
+    CHECK(back.sources == h.sources);
+    CHECK(back.unconfirmed.size() == h.unconfirmed.size());
+  }
 }
 
 TEST_CASE("Every CPU kernel agrees with its float64 reference", "[validate]") {
-  std::mt19937_64 rng(std::random_device{}());
-  for (const MlaShape& s : {MlaShape{3, 64, 16, 32, 24, 2, 4, 50, 16, true}, MlaShape{2, 512, 64, 128, 128, 1, 33, 90, 32, true}}) {
+  std::mt19937_64 rng(test::seed("CPU kernels"));
+  for (const MlaShape& s : {MlaShape{.heads = 3, .r = 64, .d_r = 16, .d_n = 32, .d_v = 24, .batch = 2, .query = 4, .prefix = 50, .chunk = 16},
+                            MlaShape{.heads = 2, .batch = 1, .query = 33, .prefix = 90, .chunk = 32}}) {
     for (const KernelCheck& c : check_kernels(s, rng)) {
       INFO(c.kernel << " error " << c.max_rel_error << " bound " << c.bound);
       CHECK(c.ok());
@@ -63,7 +234,7 @@ TEST_CASE("Every CPU kernel agrees with its float64 reference", "[validate]") {
 }
 
 TEST_CASE("Published H800 timings are predicted on held-out rows", "[validate]") {
-  const auto dir = std::filesystem::path(MLAPLAN_TEST_SOURCE_DIR) / "validate" / "published" / "h800";
+  const auto dir = fs::path(MLAPLAN_TEST_SOURCE_DIR) / "validate" / "published" / "h800";
   const AgainstRun r = validate_against(dir, load_gpu("h800"));
   std::string errors;
   for (const auto& [name, text] : r.files)
@@ -73,8 +244,35 @@ TEST_CASE("Published H800 timings are predicted on held-out rows", "[validate]")
   for (std::size_t i = 1; i < rows.size(); ++i) {
     INFO(rows[i][0]);
     const double sol = std::stod(rows[i][2]), fitted = std::stod(rows[i][4]);
-    CHECK(fitted < 0.10);   // held-out median error of the mechanism model
-    CHECK(fitted < sol);    // better than speed of light, which misses launch costs and efficiency
+    CHECK(fitted < 0.10);  // held-out median error of the mechanism model
+    CHECK(fitted < sol);   // better than speed of light, which misses launch costs and efficiency
   }
   CHECK_THROWS_WITH(validate_against("/nonexistent", load_gpu("h800")), "/nonexistent/h800-mla-absorbed-decode.csv: cannot be read");
+}
+
+TEST_CASE("mlaplan-validate's command line refuses bad flags in one line", "[validate][cli]") {
+  std::ostringstream out, err;
+  CHECK(run_validate_cli({"--backend", "tpu"}, out, err, false) == 2);
+  CHECK(err.str() == "mlaplan validate: --backend: value 'tpu': expected cpu or cuda\n");
+  CHECK(out.str().empty());
+}
+
+TEST_CASE("mlaplan validate runs mlaplan-validate from beside it, or says it is missing", "[validate][cli]") {
+  // The real binaries: the planner forwards every argument and returns the child's exit code.
+  const test::Run help = process(std::string(MLAPLAN_BIN) + " validate --help");
+  CHECK(help.code == 0);
+  CHECK(help.out.find("--backend") != std::string::npos);
+  const test::Run bad = process(std::string(MLAPLAN_BIN) + " validate --backend tpu");
+  CHECK(bad.code == 2);
+  CHECK(bad.err == "mlaplan validate: --backend: value 'tpu': expected cpu or cuda\n");
+  // A planner alone in a folder: one clear line, exit 2.
+  const fs::path dir = fs::temp_directory_path() / ("mlaplan_alone_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  fs::copy_file(MLAPLAN_BIN, dir / "mlaplan", fs::copy_options::overwrite_existing);
+  const test::Run alone = process((dir / "mlaplan").string() + " validate --quick");
+  CHECK(alone.code == 2);
+  CHECK(alone.out.empty());
+  CHECK(alone.err == "mlaplan: validate: needs the validation executable " + (dir / "mlaplan-validate").string() +
+                         ", which is missing (build the mlaplan-validate target)\n");
+  fs::remove_all(dir);
 }

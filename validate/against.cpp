@@ -5,11 +5,14 @@
 #include <map>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "fit.hpp"
 #include "harness.hpp"
+#include "results.hpp"
 #include "mlaplan/core/paths.hpp"
 #include "mlaplan/core/roofline.hpp"
 #include "mlaplan/io/error.hpp"
@@ -24,6 +27,7 @@ namespace {
 
 struct Row {
   std::string kernel;  // "absorbed_decode" or "expanded_prefill"
+  OpId op = OpId::latent_attention_mqa;  // the cost model's op the kernel runs
   int batch = 1, kv_len = 0;
   double measured_s = 0;
   double flops = 0, bytes = 0, units = 1, longest_flops = 0;
@@ -63,7 +67,7 @@ ModelSpec deepseek_attention() {
   m.attention = AttentionKind::mla;
   m.hidden = 7168;
   m.heads = m.kv_heads = 128;
-  m.mla = MlaDims{512, 64, 128, 128, 1536};
+  m.mla = MlaDims{.kv_lora_rank = 512, .qk_rope_head_dim = 64, .qk_nope_head_dim = 128, .v_head_dim = 128, .q_lora_rank = 1536};
   m.layers.resize(1);
   return m;
 }
@@ -71,36 +75,36 @@ ModelSpec deepseek_attention() {
 double waves(double units, double sms) { return units / (std::ceil(units / sms) * sms); }
 
 double model_time(const Row& r, const GpuKernelFit& f, const HardwareSpec& gpu) {
-  const double peak = *gpu.peak_flops(DType::bf16), sms = static_cast<double>(std::max<std::int64_t>(1, gpu.sm_count));
+  const double peak = gpu.peak_flops(DType::bf16)->value, sms = static_cast<double>(std::max<std::int64_t>(1, gpu.sm_count));
   const double w = waves(r.units, sms);
-  double t = std::max(r.flops / (peak * f.eta_compute * w), r.bytes / (gpu.memory_bandwidth_bytes_per_s * f.eta_memory * w));
+  double t = std::max(r.flops / (peak * f.eta_compute * w), r.bytes / (gpu.memory_bandwidth.value * f.eta_memory * w));
   t = std::max(t, r.longest_flops / (peak / sms * f.eta_compute));
   return f.t_fixed_s + t;
 }
 
 GpuKernelFit fit(const std::string& kernel, const std::vector<Row>& rows, const HardwareSpec& gpu) {
-  GpuKernelFit best{kernel, 0, 1, 1, 0};
-  double best_loss = INFINITY;
   std::vector<const Row*> train;
   for (const Row& r : rows)
     if (r.kernel == kernel && r.train) train.push_back(&r);
-  for (int a = 0; a <= 60; ++a) {
-    const double t0 = a == 0 ? 0 : 1e-7 * std::pow(1e4, a / 60.0);  // 0, 0.1 µs .. 1 ms
-    for (int b = 0; b <= 50; ++b) {
-      const double ec = 0.05 * std::pow(20.0, b / 50.0);  // 0.05 .. 1
-      for (int c = 0; c <= 50; ++c) {
-        const double em = 0.05 * std::pow(20.0, c / 50.0);
-        GpuKernelFit f{kernel, t0, ec, em, static_cast<int>(train.size())};
-        double loss = 0;
-        for (const Row* r : train) {
-          const double e = std::log(model_time(*r, f, gpu) / r->measured_s);
-          loss += e * e;
-        }
-        if (loss < best_loss) best_loss = loss, best = f;
-      }
-    }
-  }
-  return best;
+  std::vector<double> t0s = geometric_axis(1e-7, 1e-3, 60);  // 0, then 0.12 µs .. 1 ms
+  t0s[0] = 0;
+  const std::vector<double> etas = geometric_axis(0.05, 1, 50);
+  auto model = [&](const std::vector<double>& p) {
+    return GpuKernelFit{.kernel = kernel, .t_fixed_s = p[0], .eta_compute = p[1], .eta_memory = p[2], .train_rows = static_cast<int>(train.size())};
+  };
+  return model(grid_fit({t0s, etas, etas}, [&](const std::vector<double>& p) {
+    const GpuKernelFit f = model(p);
+    double loss = 0;
+    for (const Row* r : train) loss += log_error_sq(Seconds{model_time(*r, f, gpu)}, Seconds{r->measured_s});
+    return loss;
+  }));
+}
+
+// The op of the absorbed (decode) or expanded (prefill) path a published row timed.
+const Op& op_of(const PathPlan& plan, OpId id) {
+  const Op* op = plan.find(id);
+  if (!op) throw std::logic_error(fmt::format("--against: the {} path has no {}", to_string(plan.kind), to_string(id)));
+  return *op;
 }
 
 }  // namespace
@@ -121,10 +125,8 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu) {
     r.measured_s = number(decode, i, d[i], "latency_us") * 1e-6;
     Workload w;
     w.groups = {SequenceGroup{r.batch, 1, static_cast<double>(r.kv_len - 1)}};
-    for (const Op& op : mla_path(m, w, PathKind::absorb))
-      if (std::string_view(op.name) == "latent_attention_mqa") {
-        r.flops = op.flops, r.bytes = op.bytes(), r.sol_s = op_time(op, rf).time_s;
-      }
+    const Op& op = op_of(mla_path(m, w, PathKind::absorb), r.op);
+    r.flops = op.flops.value, r.bytes = op.bytes().value, r.sol_s = op_time(op, rf).time.value;
     r.units = r.batch * std::ceil(128.0 / 64) * std::ceil(r.kv_len / 256.0);
     r.train = i % 2 == 0;
     rows.push_back(r);
@@ -133,14 +135,13 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu) {
   for (std::size_t i = 0; i < p.size(); ++i) {
     Row r;
     r.kernel = "expanded_prefill";
+    r.op = OpId::attention_mha;
     r.kv_len = static_cast<int>(number(prefill, i, p[i], "seq_len"));
     r.measured_s = number(prefill, i, p[i], "latency_us") * 1e-6;
     Workload w;
     w.groups = {SequenceGroup{1, static_cast<double>(r.kv_len), 0}};
-    for (const Op& op : mla_path(m, w, PathKind::expand))
-      if (std::string_view(op.name) == "attention_mha") {
-        r.flops = op.flops, r.bytes = op.bytes(), r.sol_s = op_time(op, rf).time_s;
-      }
+    const Op& op = op_of(mla_path(m, w, PathKind::expand), r.op);
+    r.flops = op.flops.value, r.bytes = op.bytes().value, r.sol_s = op_time(op, rf).time.value;
     r.units = std::ceil(r.kv_len / 128.0) * 128;
     r.longest_flops = 128.0 * r.kv_len * 2 * (128 + 64 + 128);  // the last query tile sees every key
     r.train = i % 2 == 0;
@@ -176,29 +177,19 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu) {
            {}};
   for (const auto& f : fits) ft.rows.push_back({f.kernel, f.t_fixed_s, f.eta_compute, f.eta_memory, std::int64_t{f.train_rows}});
 
-  svg::LinePlot plot;
-  plot.title = fmt::format("{}: published timings against predictions", gpu.name);
-  plot.x_label = "measured time (s)";
-  plot.y_label = "predicted time (s)";
-  plot.log_x = plot.log_y = true;
-  double lo = INFINITY, hi = 0;
-  for (const Row& r : rows) lo = std::min({lo, r.measured_s, r.fit_s, r.sol_s}), hi = std::max({hi, r.measured_s, r.fit_s, r.sol_s});
-  plot.series.push_back({"predicted = measured", {{lo, lo}, {hi, hi}}, true, false, true, 9});
+  std::vector<svg::Series> series;
   int c = 0;
   for (const char* k : {"absorbed_decode", "expanded_prefill"}) {
-    svg::Series fitted{std::string(k) + ", fitted (held out)", {}, false, true, false, c, c};
-    svg::Series sol{std::string(k) + ", speed of light", {}, false, true, false, c + 2, c};
+    svg::Series fitted{.name = std::string(k) + ", fitted (held out)", .line = false, .markers = true, .color = c, .marker = c};
+    svg::Series sol{.name = std::string(k) + ", speed of light", .line = false, .markers = true, .color = c + 2, .marker = c};
     for (const Row& r : rows)
       if (r.kernel == k && !r.train) fitted.points.push_back({r.measured_s, r.fit_s}), sol.points.push_back({r.measured_s, r.sol_s});
-    plot.series.push_back(fitted);
-    plot.series.push_back(sol);
+    series.push_back(fitted);
+    series.push_back(sol);
     ++c;
   }
+  const svg::LinePlot plot = prediction_plot(fmt::format("{}: published timings against predictions", gpu.name), std::move(series));
 
-  auto md_of = [](const Table& tab) {
-    const std::string s = render(Document{"", {}, {tab}, {}}, Format::md);
-    return "## " + tab.title + "\n\n" + s.substr(s.find("\n|") + 1) + "\n";
-  };
   std::string md = fmt::format("# Published measurements against mlaplan ({})\n\nSource: `{}` (see its README: InferSim's FlashInfer MLA decode "
                                "and FlashAttention-3 prefill on H800). Predictions use `{}`. The efficiency model is fitted on the even rows of "
                                "each file and judged on the odd rows:\n\n"
@@ -206,19 +197,19 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu) {
                                "batch × ⌈heads/64⌉ × ⌈kv_len/256⌉ (split-KV); prefill CTAs = ⌈S/128⌉ × heads, and a causal prefill lasts at least "
                                "as long as its longest CTA.\n\n",
                                gpu.name, dir.string(), gpu.source);
-  md += md_of(err);
+  md += md_section(err);
   md += "![predicted against measured](against.svg)\n\n";
-  md += md_of(ft);
-  md += md_of(t);
+  md += md_section(ft);
+  md += md_section(t);
   nlohmann::ordered_json fj;
   for (const auto& f : fits) fj[f.kernel] = {{"t_fixed_s", f.t_fixed_s}, {"eta_compute", f.eta_compute}, {"eta_memory", f.eta_memory}};
   AgainstRun out;
   out.files = {{"report.md", md},
-               {"against.csv", render(Document{"", {}, {t}, {}}, Format::csv)},
-               {"errors.csv", render(Document{"", {}, {err}, {}}, Format::csv)},
+               {"against.csv", csv_of(t)},
+               {"errors.csv", csv_of(err)},
                {"fit.json", fj.dump(2) + "\n"},
                {"against.svg", svg::render(plot)}};
-  out.summary = md_of(err);
+  out.summary = md_section(err);
   return out;
 }
 

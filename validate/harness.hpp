@@ -1,63 +1,76 @@
 #pragma once
-// The validation harness: calibrate, time every op and path of both MLA paths over a grid of
-// shapes, predict each with the cost model (speed of light, and with efficiencies fitted on one
-// half of the grid), report the error on the other half and the measured crossover.
+// The validation harness, shared by every backend: the shapes timed, the samples they give, the
+// join of measured kernels to the cost model's ops (by OpId), and the run a backend hands over for
+// fitting and reporting (results.hpp). Measuring lives in the backends (cpu_backend, cuda/), fitting
+// in fit.hpp, judging and rendering in results.hpp.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
-#include <tuple>
-
-#include <nlohmann/json.hpp>
-
-#include "kernels_cpu.hpp"
+#include "mla_shape.hpp"
+#include "mlaplan/core/hardware.hpp"
 #include "mlaplan/core/paths.hpp"
 #include "mlaplan/core/roofline.hpp"
 
 namespace mlaplan::validate {
 
-// One timed op or path, with its predictions.
+// One timed op (or whole path) at one shape, with its predictions.
 struct Sample {
-  int heads = 0, batch = 0, query = 0, prefix = 0;
-  std::string path, op, kind;  // op "(path)" for a whole path
-  double flops = 0, bytes = 0;
-  double calls = 0;                   // inner calls the kernel makes (a backend's dispatch cost)
-  double measured_s = 0, spread = 0;  // median; (p75 − p25) / median
-  double sol_s = 0, fit_s = 0;
+  MlaShape shape;
+  PathKind path = PathKind::absorb;
+  std::optional<OpId> op;   // the op timed; empty: the whole path
+  Flops flops{0};
+  BytesF bytes{0};
+  double calls = 0;         // inner calls the backend's kernel makes (its dispatch cost)
+  Seconds measured{0};      // median
+  double spread = 0;        // (p75 − p25) / median
+  Seconds sol{0};           // speed of light
+  Seconds fit{0};           // fitted efficiencies
   bool train = false;
+  bool is_path() const { return !op.has_value(); }
+  std::string op_name() const;    // the op's stable name, or "(path)"
+  std::string kind_name() const;  // the op's kernel kind, or "path"
 };
 
-// Per kernel (op): time = max(F / (peak·η_c), B / (bandwidth·η_m)) + t0 + calls · t_call.
-struct KindFit {
-  std::string kind;  // the op name the fit belongs to
-  double eta_compute = 1, eta_memory = 1, t0_s = 0, t_call_s = 0;
-  int train_points = 0;
+// A timing: the median of repeated runs and its spread, (p75 − p25) / median.
+struct Timing {
+  Seconds median{0};
+  double spread = 0;
+};
+// From the runs' times in seconds (at least one).
+Timing timing_of(std::vector<double> seconds);
+using Timer = std::function<Timing(const std::function<void()>&)>;
+
+// A backend's kernels for one path at one shape: one per op of the path's plan, and optionally the
+// path run whole (default: the ops in plan order).
+struct OpKernel {
+  OpId op;
+  std::function<void()> run;
+};
+struct PathKernels {
+  PathKind path = PathKind::absorb;
+  std::vector<OpKernel> ops;
+  std::function<void()> whole;
 };
 
-// Fits η_c, η_m and t0 of each kernel by grid search, minimising Σ log²(predicted / measured).
-std::vector<KindFit> fit_kinds(const std::vector<Sample>& train, const Roofline& rf);
-double predict(const Sample& s, const KindFit& f, const Roofline& rf);
-double predict_op(const Op& op, double calls, const std::vector<KindFit>& fits, const Roofline& rf);
+// The inner calls a backend's kernel for `op` of `path` makes at a shape (0 where it launches once).
+// The path matters: the RoPE broadcast runs once on the expand path and once per chunk on chunked.
+using CallCount = std::function<double(PathKind path, OpId op, const MlaShape& s)>;
 
-// The inner calls a backend's kernel for `op` makes at a shape (0 where it launches once).
-using CallCount = std::function<double(std::string_view op, const MlaShape& s)>;
-// The CPU kernels' calls: one small product per head and key block of 256, and so on.
-double cpu_calls(std::string_view op, const MlaShape& s);
+// Times every op of each path's plan at `w` with the backend's kernel for that op id, then the path
+// whole. A plan op without a kernel, or a kernel for an op the plan does not have, throws
+// std::logic_error: the join of prediction and measurement cannot silently miss.
+std::vector<Sample> time_paths(const MlaShape& s, const Workload& w, const std::vector<PathKernels>& paths, const Roofline& rf,
+                               const Timer& timer, const CallCount& calls, bool train);
 
-// |predicted − measured| / measured: median and 90th percentile.
-struct ErrorStats {
-  std::size_t n = 0;
-  double median = 0, p90 = 0;
-};
-ErrorStats ape_stats(std::vector<double> errors);
-
-// Shapes and the cost model's view of them.
+// The cost model's view of a validation shape: DeepSeek-V3 attention dims with `heads` per rank, one
+// layer, and a workload of `batch` sequences of `query` tokens after `prefix`.
 ModelSpec model_for(const MlaShape& s);
 Workload workload_for(const MlaShape& s, DType compute, KvDtype kv, WeightDtype weights);
-std::string read_first(const char* file, const char* key);
-std::string today();
 
 // The grid of shapes (DeepSeek dims) over heads × batch × query × prefix, split into training and
 // held-out halves like a checkerboard over the axes' indices, so that every value of every axis
@@ -72,22 +85,20 @@ Grid checkerboard_grid(const std::vector<int>& heads, const std::vector<int>& ba
 // Both paths timed whole across query lengths at one prefix: (Q, T_absorb, T_expand).
 struct CrossoverSweep {
   int heads = 16, batch = 1, prefix = 0;
-  std::vector<std::tuple<int, double, double>> points;
+  std::vector<std::tuple<int, Seconds, Seconds>> points;
 };
 
-struct CpuOptions {
-  bool quick = false;
-  std::uint64_t seed = 0;  // 0: fresh from the random device
+// A kernel against its float64 reference: the largest error relative to the reference's largest
+// magnitude, and whether any output was left unwritten (outputs are poisoned with NaN first).
+struct KernelCheck {
+  std::string kernel;
+  double max_rel_error = 0;
+  double bound = 0;
+  bool poisoned_left = false;
+  bool ok() const { return !poisoned_left && max_rel_error <= bound; }
 };
 
-struct ValidationRun {
-  std::vector<std::pair<std::string, std::string>> files;  // the output folder
-  std::string summary;                                     // printed to stdout
-  double held_out_median_ape = 0;                          // fitted, ops, test half
-  bool checks_passed = false;
-};
-
-// Everything a backend measured; finish_validation fits, judges and writes the folder.
+// Everything a backend measured; finish_validation (results.hpp) fits, judges and renders it.
 struct MeasuredRun {
   std::string title, command, machine, calibration;
   bool quick = false;
@@ -100,12 +111,19 @@ struct MeasuredRun {
   std::vector<Sample> samples;
   std::vector<CrossoverSweep> sweeps;
   std::vector<std::string> extra_summary;
-  CallCount calls;                  // the backend's dispatch count (null: none)
-  std::string hardware_file;        // "calibrated-cpu.json"
-  nlohmann::ordered_json hardware;  // the calibrated machine as a hardware spec
+  CallCount calls;             // the backend's dispatch count (null: none)
+  std::string hardware_file;   // "calibrated-cpu.json"
+  HardwareSpec hardware;       // the calibrated machine as a hardware spec (written through io)
 };
-ValidationRun finish_validation(MeasuredRun&& m);
 
-ValidationRun run_cpu_validation(const CpuOptions& opt, const std::function<void(const std::string&)>& progress);
+struct ValidationRun {
+  std::vector<std::pair<std::string, std::string>> files;  // the output folder
+  std::string summary;                                     // printed to stdout
+  double held_out_median_ape = 0;                          // fitted, ops, test half
+  bool checks_passed = false;
+};
+
+// The first line of `file` starting with `key`, after its colon ("unknown" when absent).
+std::string read_first(const char* file, const char* key);
 
 }  // namespace mlaplan::validate

@@ -289,7 +289,7 @@ std::vector<KernelCheck> check_kernels(const MlaShape& shape, std::mt19937_64& r
   for (int t = 0; t < T; ++t)
     for (int head = 0; head < h; ++head)
       want.row(t * h + head) = d(b.q_nope.block(t, head * s.d_n, 1, s.d_n)) * d(b.w_uk[static_cast<std::size_t>(head)]);
-  checks.push_back({"q_absorb_w_uk", rel_error(b.q_full.leftCols(s.r), want), bound_for(s.d_n), has_nan(b.q_full)});
+  checks.push_back({.kernel = "q_absorb_w_uk", .max_rel_error = rel_error(b.q_full.leftCols(s.r), want), .bound = bound_for(s.d_n), .poisoned_left = has_nan(b.q_full)});
 
   // The rest of the absorbed path, end to end against the expanded float64 reference.
   const MatD ref = reference_out(b);
@@ -298,20 +298,20 @@ std::vector<KernelCheck> check_kernels(const MlaShape& shape, std::mt19937_64& r
   const bool lat_nan = has_nan(b.o_lat);
   poison(b.out);
   out_absorb_w_uv(b);
-  checks.push_back({"latent_attention_mqa+out_absorb_w_uv", rel_error(b.out, ref), 5e-5, lat_nan || has_nan(b.out)});
+  checks.push_back({.kernel = "latent_attention_mqa+out_absorb_w_uv", .max_rel_error = rel_error(b.out, ref), .bound = 5e-5, .poisoned_left = lat_nan || has_nan(b.out)});
 
   // kv_up_proj against its GEMM, rope broadcast exactly, attention_mha against the reference.
   poison(b.kv);
   kv_up_proj(b);
-  checks.push_back({"kv_up_proj", rel_error(b.kv, d(b.cache.leftCols(s.r)) * d(b.w_ukv)), bound_for(s.r), has_nan(b.kv)});
+  checks.push_back({.kernel = "kv_up_proj", .max_rel_error = rel_error(b.kv, d(b.cache.leftCols(s.r)) * d(b.w_ukv)), .bound = bound_for(s.r), .poisoned_left = has_nan(b.kv)});
   poison(b.rope);
   rope_k_broadcast(b);
   MatD rope_want(b.rope.rows(), b.rope.cols());
   for (int head = 0; head < h; ++head) rope_want.middleCols(head * s.d_r, s.d_r) = d(b.cache.rightCols(s.d_r));
-  checks.push_back({"rope_k_broadcast", rel_error(b.rope, rope_want), 0.0, has_nan(b.rope)});
+  checks.push_back({.kernel = "rope_k_broadcast", .max_rel_error = rel_error(b.rope, rope_want), .bound = 0.0, .poisoned_left = has_nan(b.rope)});
   poison(b.out);
   attention_mha(b);
-  checks.push_back({"attention_mha", rel_error(b.out, ref), 5e-5, has_nan(b.out)});
+  checks.push_back({.kernel = "attention_mha", .max_rel_error = rel_error(b.out, ref), .bound = 5e-5, .poisoned_left = has_nan(b.out)});
 
   if (s.batch == 1) {
     for (auto& p : b.part_o) poison(p);
@@ -320,7 +320,7 @@ std::vector<KernelCheck> check_kernels(const MlaShape& shape, std::mt19937_64& r
     bool nan = false;
     for (const auto& p : b.part_o) nan = nan || has_nan(p);
     lse_merge(b);
-    checks.push_back({"chunked_expand+lse_merge", rel_error(b.out, ref), 5e-5, nan || has_nan(b.out)});
+    checks.push_back({.kernel = "chunked_expand+lse_merge", .max_rel_error = rel_error(b.out, ref), .bound = 5e-5, .poisoned_left = nan || has_nan(b.out)});
   }
   return checks;
 }

@@ -12,20 +12,13 @@
 
 #include <Eigen/Dense>
 
+#include "harness.hpp"
+
 namespace mlaplan::validate {
 
 using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using VecF = Eigen::VectorXf;
-
-struct MlaShape {
-  int heads = 16, r = 512, d_r = 64, d_n = 128, d_v = 128;  // heads per rank
-  int batch = 1, query = 1, prefix = 1024;
-  int chunk = 1024;  // chunked expand: keys per chunk
-  bool causal = true;
-  int keys() const { return prefix + query; }
-  int tokens() const { return batch * query; }
-};
 
 // All buffers of one step, allocated once per shape.
 struct MlaBuffers {
@@ -68,15 +61,7 @@ int chunk_count(const MlaShape& s);
 // CUDA, is checked against.
 MatD reference_out(const MlaBuffers& b);
 
-// The float64 reference of each kernel at a shape: the largest error relative to the reference's
-// largest magnitude, and whether any output was left unwritten (outputs are poisoned with NaN).
-struct KernelCheck {
-  std::string kernel;
-  double max_rel_error = 0;
-  double bound = 0;
-  bool poisoned_left = false;
-  bool ok() const { return !poisoned_left && max_rel_error <= bound; }
-};
+// Every kernel against its float64 reference at a shape, on fresh random inputs.
 std::vector<KernelCheck> check_kernels(const MlaShape& s, std::mt19937_64& rng);
 
 // ---- calibration ----

@@ -18,6 +18,10 @@ Bytes activation_reserve_estimate(const ModelSpec& m, const Parallelism& par, st
 
 CapacityResult plan_capacity(const ModelSpec& m, const HardwareSpec& hw, const CapacityRequest& req) {
   CapacityResult r;
+  if (const LayoutVerdict lv = check_layout(m, req.par); !lv.ok()) {
+    r.verdict = lv.verdict;
+    return r;
+  }
   r.params = count_params(m);
   r.memory_per_rank = hw.memory_capacity;
   r.usable_per_rank = Bytes{static_cast<std::int64_t>(std::floor(static_cast<double>(hw.memory_capacity.value) * req.mem_util))};
@@ -39,11 +43,10 @@ CapacityResult plan_capacity(const ModelSpec& m, const HardwareSpec& hw, const C
   r.max_sequences = sat_mul(r.sequences_per_rank, req.par.dp);
 
   if (left.value <= 0) {
-    r.reason = "weights and reserve exceed the usable memory per rank";
+    r.verdict = Verdict::no("weights and reserve exceed the usable memory per rank");
   } else if (r.sequences_per_rank < 1) {
-    r.reason = "the KV pool per rank cannot hold one sequence of the requested context";
+    r.verdict = Verdict::no("the KV pool per rank cannot hold one sequence of the requested context");
   }
-  r.fits = r.reason.empty();
   return r;
 }
 

@@ -5,8 +5,8 @@
 namespace mlaplan {
 
 double flop_crossover_query(const MlaGeometry& g, double prefix, bool causal) {
-  const double u = expand_flops_per_token(g);
-  const double delta = absorb_flops_per_pair(g) - expand_flops_per_pair(g);
+  const double u = expand_flops_per_token(g).value;
+  const double delta = (absorb_flops_per_pair(g) - expand_flops_per_pair(g)).value;
   if (delta <= 0) return kNoCrossover;
   const double c = u * prefix / delta;
   if (c <= 0) return 0;
@@ -19,8 +19,8 @@ double flop_crossover_query(const MlaGeometry& g, double prefix, bool causal) {
 }
 
 double asymptotic_flop_crossover_query(const MlaGeometry& g) {
-  const double delta = absorb_flops_per_pair(g) - expand_flops_per_pair(g);
-  return delta > 0 ? expand_flops_per_token(g) / delta : kNoCrossover;
+  const Flops delta = absorb_flops_per_pair(g) - expand_flops_per_pair(g);
+  return delta.value > 0 ? expand_flops_per_token(g) / delta : kNoCrossover;
 }
 
 namespace {
@@ -32,7 +32,7 @@ double solve(const MlaGeometry& g, const Workload& base, double prefix, std::int
   // f(Q) = T_expand(Q) − T_absorb(Q): positive while absorb is faster.
   auto f = [&](double q) {
     w.groups[0].query = q;
-    return path_time(mla_path(g, w, PathKind::expand), q) - path_time(mla_path(g, w, PathKind::absorb), q);
+    return (path_time(mla_path(g, w, PathKind::expand), q) - path_time(mla_path(g, w, PathKind::absorb), q)).value;
   };
   constexpr double kTiny = 1e-9, kMax = 1e9;
   double lo = kTiny, f_lo = f(lo);
@@ -97,11 +97,11 @@ double solve(const MlaGeometry& g, const Workload& base, double prefix, std::int
 
 double roofline_crossover_query(const ModelSpec& m, const Workload& base, double prefix, std::int64_t batch,
                                 const Roofline& rf) {
-  return solve(mla_geometry(m, base), base, prefix, batch, [&](const PathPlan& p, double) { return path_cost(p, rf).time_s; });
+  return solve(mla_geometry(m, base), base, prefix, batch, [&](const PathPlan& p, double) { return path_cost(p, rf).time; });
 }
 
 double crossover_query(const MlaGeometry& g, const Workload& base, double prefix, std::int64_t batch,
-                       const std::function<double(const PathPlan&, double)>& path_time) {
+                       const std::function<Seconds(const PathPlan&, double)>& path_time) {
   return solve(g, base, prefix, batch, path_time);
 }
 

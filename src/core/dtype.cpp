@@ -50,6 +50,8 @@ int dtype_bits(DType d) {
   return 16;
 }
 
+double bytes_per_element(DType d) { return dtype_bits(d) / 8.0; }
+
 std::string_view to_string(KvDtype d) { return name_of(kKvDtypes, d); }
 std::optional<KvDtype> parse_kv_dtype(std::string_view s) {
   if (s == "fp8_e4m3" || s == "fp8-e4m3") return KvDtype::fp8;
@@ -71,6 +73,29 @@ const std::vector<WeightDtype>& all_weight_dtypes() {
                                           WeightDtype::fp8, WeightDtype::mxfp4};
   return v;
 }
+
+WeightFormat weight_format(WeightDtype d, std::int64_t fp8_block_rows, std::int64_t fp8_block_cols) {
+  switch (d) {
+    case WeightDtype::fp32: return {32, 0, 1, 1};
+    case WeightDtype::bf16:
+    case WeightDtype::fp16: return {16, 0, 1, 1};
+    case WeightDtype::fp8: return {8, 4, fp8_block_rows, fp8_block_cols};
+    case WeightDtype::mxfp4: return {4, 1, 1, 32};
+  }
+  return {};
+}
+
+Bytes weight_matrix_bytes(std::int64_t rows, std::int64_t cols, const WeightFormat& f) {
+  const std::int64_t values = sat_mul(rows, cols);
+  const std::int64_t value_bytes = f.value_bits % 8 == 0 ? sat_mul(values, f.value_bits / 8) : ceil_div(sat_mul(values, f.value_bits), 8);
+  const std::int64_t scales = f.scale_bytes > 0 ? sat_mul(sat_mul(ceil_div(rows, f.block_rows), ceil_div(cols, f.block_cols)), f.scale_bytes) : 0;
+  return Bytes{sat_add(value_bytes, scales)};
+}
+
+double bytes_per_element(const WeightFormat& f) {
+  return f.value_bits / 8.0 + static_cast<double>(f.scale_bytes) / static_cast<double>(f.block_rows * f.block_cols);
+}
+double bytes_per_element(WeightDtype d) { return bytes_per_element(weight_format(d)); }
 
 // values · b for 16/8-bit layouts; MXFP4 is values/2 bytes plus one 1-byte scale per 32 values.
 KvBytes kv_vector_bytes(std::int64_t values, KvDtype d) {

@@ -41,6 +41,18 @@ Bytes indexer_bytes_per_token(const ModelSpec& m) {
   return indexer_bytes_per_token_per_layer(*m.indexer) * m.num_layers();
 }
 
+std::vector<LayerGroup> layer_groups(const ModelSpec& m) {
+  std::vector<LayerGroup> groups;
+  for (const LayerSpec& l : m.layers) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const LayerGroup& g) {
+      return g.kind.sliding == l.sliding && g.kind.window == l.window;
+    });
+    if (it == groups.end()) groups.push_back({l, 1});
+    else ++it->layers;
+  }
+  return groups;
+}
+
 std::int64_t tokens_held(const LayerSpec& layer, std::int64_t tokens) {
   return layer.sliding ? std::min(tokens, layer.window) : tokens;
 }

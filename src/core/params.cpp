@@ -194,6 +194,12 @@ WeightPlan default_weight_plan(const ModelSpec& m) {
   return p;
 }
 
+WeightDtype attention_weight_dtype(const ModelSpec& m) {
+  if (m.quant == WeightQuant::fp8_block) return WeightDtype::fp8;
+  if (m.quant == WeightQuant::mxfp4 && !m.quant_skips_attention) return WeightDtype::mxfp4;
+  return WeightDtype::bf16;
+}
+
 WeightPlan weight_plan_for(const ModelSpec& m, WeightDtype d) {
   WeightPlan base = default_weight_plan(m);
   WeightPlan p;
@@ -208,25 +214,9 @@ WeightPlan weight_plan_for(const ModelSpec& m, WeightDtype d) {
 
 namespace {
 
-std::int64_t dense_bytes_per_element(WeightDtype d) {
-  switch (d) {
-    case WeightDtype::fp32: return 4;
-    case WeightDtype::fp8: return 1;
-    default: return 2;
-  }
-}
-
 // Bytes of one copy of a tensor in the given storage.
 std::int64_t copy_bytes(const WeightTensor& t, WeightDtype d, const WeightPlan& plan) {
-  const std::int64_t n = sat_mul(t.rows, t.cols);
-  switch (d) {
-    case WeightDtype::fp8:
-      return sat_add(n, sat_mul(sat_mul(ceil_div(t.rows, plan.block_rows), ceil_div(t.cols, plan.block_cols)), 4));
-    case WeightDtype::mxfp4:
-      return sat_add(ceil_div(n, 2), sat_mul(t.rows, ceil_div(t.cols, 32)));
-    default:
-      return sat_mul(n, dense_bytes_per_element(d));
-  }
+  return weight_matrix_bytes(t.rows, t.cols, weight_format(d, plan.block_rows, plan.block_cols)).value;
 }
 
 bool quantized(const WeightTensor& t, const WeightPlan& plan) {

@@ -4,40 +4,60 @@
 
 namespace mlaplan {
 
-Roofline roofline_for(const HardwareSpec& hw, DType compute, const Efficiency& eta, double launch_s) {
+Roofline roofline_for(const HardwareSpec& hw, DType compute, const Efficiency& eta, Seconds launch) {
   Roofline rf;
-  rf.peak_flops_per_s = hw.peak_flops(compute).value_or(0);
-  rf.bandwidth_bytes_per_s = hw.memory_bandwidth_bytes_per_s;
+  rf.peak = hw.peak_flops(compute).value_or(FlopsPerSecond{0});
+  rf.bandwidth = hw.memory_bandwidth;
   rf.eta_compute = eta.compute;
   rf.eta_memory = eta.memory;
-  rf.launch_s = launch_s;
+  rf.launch = launch;
   return rf;
 }
 
 OpTime op_time(const Op& op, const Roofline& rf) {
   OpTime t;
-  t.compute_s = op.flops / (rf.peak_flops_per_s * rf.eta_compute);
-  t.memory_s = op.bytes() / (rf.bandwidth_bytes_per_s * rf.eta_memory);
-  t.time_s = std::max(t.compute_s, t.memory_s) + rf.launch_s;
-  t.intensity = op.bytes() > 0 ? op.flops / op.bytes() : 0;
-  t.compute_bound = t.compute_s >= t.memory_s;
+  t.compute = op.flops / rf.attainable_compute();
+  t.memory = op.bytes() / rf.attainable_bandwidth();
+  t.time = std::max(t.compute, t.memory) + rf.launch;
+  t.intensity = op.bytes().value > 0 ? op.flops / op.bytes() : 0;
+  t.compute_bound = t.compute >= t.memory;
   return t;
+}
+
+PathCost& PathCost::operator+=(const PathCost& o) {
+  flops += o.flops;
+  bytes += o.bytes;
+  workspace_bytes = std::max(workspace_bytes, o.workspace_bytes);
+  time += o.time;
+  compute += o.compute;
+  memory += o.memory;
+  return *this;
+}
+
+PathCost PathCost::operator*(double layers) const {
+  PathCost c = *this;
+  c.flops = flops * layers;
+  c.bytes = bytes * layers;
+  c.time = time * layers;
+  c.compute = compute * layers;
+  c.memory = memory * layers;
+  return c;
 }
 
 PathCost path_cost(const PathPlan& p, const Roofline& rf) {
   // The same arithmetic as op_time, with the two divisions done once per path (a hot loop of the
   // crossover solver).
-  const double per_flop = 1 / (rf.peak_flops_per_s * rf.eta_compute);
-  const double per_byte = 1 / (rf.bandwidth_bytes_per_s * rf.eta_memory);
+  const double per_flop = 1 / rf.attainable_compute().value;
+  const double per_byte = 1 / rf.attainable_bandwidth().value;
   PathCost c;
   for (const Op& op : p) {
-    const double compute_s = op.flops * per_flop, memory_s = op.bytes() * per_byte;
+    const Seconds compute{op.flops.value * per_flop}, memory{op.bytes().value * per_byte};
     c.flops += op.flops;
     c.bytes += op.bytes();
     c.workspace_bytes = std::max(c.workspace_bytes, op.workspace_bytes);
-    c.time_s += std::max(compute_s, memory_s) + rf.launch_s;
-    c.compute_s += compute_s;
-    c.memory_s += memory_s;
+    c.time += std::max(compute, memory) + rf.launch;
+    c.compute += compute;
+    c.memory += memory;
   }
   return c;
 }

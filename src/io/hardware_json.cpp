@@ -1,5 +1,6 @@
 #include "mlaplan/io/hardware_json.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -94,7 +95,7 @@ HardwareSpec parse_hardware(const json& j, const std::string& where) {
   const auto bw = one_of(j, where, {{"memory_bandwidth_tb_per_s", kTB}, {"memory_bandwidth_gb_per_s", kGB}}, true, hw,
                          "memory_bandwidth");
   if (bw->second > 1e15) fail_key(where, bw->first, show_json(j[bw->first]["value"]), "exceeds 1 PB/s");
-  hw.memory_bandwidth_bytes_per_s = bw->second;
+  hw.memory_bandwidth = BytesPerSecond{bw->second};
 
   if (!j.contains("dense_peak_tflops") || !j["dense_peak_tflops"].is_object() || j["dense_peak_tflops"].empty())
     fail_key(where, "dense_peak_tflops", j.contains("dense_peak_tflops") ? show_json(j["dense_peak_tflops"]) : "(absent)",
@@ -104,7 +105,7 @@ HardwareSpec parse_hardware(const json& j, const std::string& where) {
     if (!d) fail_key(where, "dense_peak_tflops." + dtype, show_json(entry), "unknown dtype (fp32, tf32, bf16, fp16, fp8, fp4)");
     const Sourced s = sourced(entry, where, "dense_peak_tflops." + dtype);
     if (s.value > 1e6) fail_key(where, "dense_peak_tflops." + dtype + ".value", show_json(entry["value"]), "exceeds 1e6 TFLOP/s");
-    hw.dense_peak_flops_per_s[*d] = s.value * kTB;
+    hw.dense_peak[*d] = FlopsPerSecond{s.value * kTB};
     hw.sources["peak_" + dtype] = s.source;
     if (s.unconfirmed) hw.unconfirmed.push_back("peak_" + dtype);
   }
@@ -118,7 +119,7 @@ HardwareSpec parse_hardware(const json& j, const std::string& where) {
     hw.l2_cache = Bytes{static_cast<std::int64_t>(std::llround(l2->second))};
   }
   if (const auto link = one_of(j, where, {{"scale_up_bandwidth_gb_per_s_per_direction", kGB}}, false, hw, "scale_up_bandwidth"))
-    hw.scale_up_bytes_per_s_per_direction = link->second;
+    hw.scale_up_bandwidth_per_direction = BytesPerSecond{link->second};
 
   if (j.contains("efficiency")) {
     const json& e = j["efficiency"];
@@ -135,6 +136,32 @@ HardwareSpec parse_hardware(const json& j, const std::string& where) {
     hw.efficiency.source = e["source"].get<std::string>();
   }
   return hw;
+}
+
+namespace {
+nlohmann::ordered_json sourced_json(double value, const HardwareSpec& hw, const std::string& field) {
+  nlohmann::ordered_json o{{"value", value}};
+  const auto it = hw.sources.find(field);
+  o["source"] = it != hw.sources.end() ? it->second : std::string("unknown");
+  if (std::find(hw.unconfirmed.begin(), hw.unconfirmed.end(), field) != hw.unconfirmed.end()) o["unconfirmed"] = true;
+  return o;
+}
+}  // namespace
+
+nlohmann::ordered_json hardware_to_json(const HardwareSpec& hw) {
+  nlohmann::ordered_json j;
+  j["name"] = hw.name;
+  j["vendor"] = hw.vendor;
+  if (!hw.aliases.empty()) j["aliases"] = hw.aliases;
+  j["memory_capacity_bytes"] = sourced_json(static_cast<double>(hw.memory_capacity.value), hw, "memory_capacity");
+  j["memory_bandwidth_gb_per_s"] = sourced_json(hw.memory_bandwidth.value / kGB, hw, "memory_bandwidth");
+  for (const auto& [d, peak] : hw.dense_peak)
+    j["dense_peak_tflops"][std::string(to_string(d))] = sourced_json(peak.value / kTB, hw, "peak_" + std::string(to_string(d)));
+  if (hw.sm_count > 0) j["sm_count"] = sourced_json(static_cast<double>(hw.sm_count), hw, "sm_count");
+  if (hw.l2_cache.value > 0) j["l2_cache_mib"] = sourced_json(static_cast<double>(hw.l2_cache.value) / static_cast<double>(kMiB), hw, "l2_cache");
+  if (hw.scale_up_bandwidth_per_direction.value > 0)
+    j["scale_up_bandwidth_gb_per_s_per_direction"] = sourced_json(hw.scale_up_bandwidth_per_direction.value / kGB, hw, "scale_up_bandwidth");
+  return j;
 }
 
 HardwareSpec load_hardware_file(const std::filesystem::path& path, const std::string& shown) {

@@ -391,4 +391,20 @@ ModelSpec load_model_file(const std::filesystem::path& path, const std::string& 
   return m;
 }
 
+void fail_layout(const ModelSpec& m, const Parallelism& p, const LayoutVerdict& v) {
+  const std::string ep = std::to_string(p.ep);
+  switch (v.issue) {
+    case LayoutIssue::heads_not_divisible:
+      fail_key(m.source, "num_attention_heads", std::to_string(m.heads), fmt::format("not divisible by --tp {}", p.tp));
+    case LayoutIssue::kv_heads_not_splittable:
+      fail_key(m.source, "num_key_value_heads", std::to_string(m.kv_heads), fmt::format("cannot be split or replicated evenly across --tp {}", p.tp));
+    case LayoutIssue::ep_without_experts: fail_flag("--ep", ep, fmt::format("{} has no routed experts", m.name));
+    case LayoutIssue::ep_not_dividing_ranks:
+      fail_flag("--ep", ep, fmt::format("does not divide the {} ranks of --tp {} x --dp {}", p.ranks(), p.tp, p.dp));
+    case LayoutIssue::ep_exceeds_experts: fail_flag("--ep", ep, fmt::format("exceeds the {} routed experts", m.moe ? m.moe->routed_experts : 0));
+    case LayoutIssue::none: break;
+  }
+  fail("layout", v.verdict.reason);
+}
+
 }  // namespace mlaplan

@@ -7,6 +7,9 @@
 
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/hf_config.hpp"
+#include "mlaplan/io/lists.hpp"
+#include "mlaplan/io/registry.hpp"
+#include <set>
 
 namespace mlaplan {
 
@@ -82,7 +85,7 @@ ReportSpec parse_report_spec(const json& j, const std::string& where) {
     s.layouts.clear();
     for (const json& e : r.array("layouts")) {
       if (!e.is_object()) r.bad("layouts", e, "expected objects {\"tp\": n, \"dp\": n, \"ep\": n}");
-      ReportLayout l;
+      Parallelism l;
       if (e.contains("tp")) l.tp = r.integer("layouts.tp", e["tp"], 1, 4096);
       if (e.contains("dp")) l.dp = r.integer("layouts.dp", e["dp"], 1, 4096);
       if (e.contains("ep")) l.ep = r.integer("layouts.ep", e["ep"], 1, 4096);
@@ -136,6 +139,42 @@ nlohmann::ordered_json to_json(const ReportSpec& s) {
   j["tolerance"] = s.tolerance;
   j["column_tolerances"] = s.column_tolerances;
   return j;
+}
+
+ReportInputs resolve_report(const ReportSpec& spec) {
+  ReportInputs in;
+  for (const auto& a : spec.models) in.models.push_back({a, load_model(a)});
+  std::set<std::string> seen;
+  for (const auto& l : in.models) seen.insert(l.spec.name);
+  for (const auto& a : spec.compare_models) {
+    ModelSpec m = load_model(a);
+    if (seen.insert(m.name).second) in.compare_models.push_back({a, std::move(m)});
+  }
+  for (const auto& g : spec.gpus) in.gpus.push_back(load_gpu(g));
+  const auto compute = parse_dtype(spec.dtype);
+  if (!compute) fail_key("spec", "dtype", spec.dtype, "expected one of fp32, tf32, bf16, fp16, fp8, fp4");
+  in.compute = *compute;
+  for (const HardwareSpec& g : in.gpus)
+    if (!g.peak_flops(in.compute)) fail_key(g.source, "dense_peak_tflops", spec.dtype, fmt::format("{} has no {} peak", g.name, spec.dtype));
+  for (const auto& k : spec.kv_dtypes) {
+    const auto d = parse_kv_dtype(k);
+    if (!d) fail_key("spec", "kv_dtypes", k, "expected fp32, bf16, fp16, fp8, fp8_flashmla or fp4");
+    in.kvs.push_back(*d);
+  }
+  in.layouts = spec.layouts;
+  in.contexts = spec.contexts;
+  in.sequence_contexts = parse_number_list("sequence_contexts", spec.sequence_contexts, 1, 4096);
+  in.prefixes = parse_number_list("prefixes", spec.prefixes, 0, 4096);
+  for (double p : in.prefixes)
+    if (p > 1e12) fail_key("spec", "prefixes", spec.prefixes, "prefixes must be at most 1e12");
+  in.crossover_tps = spec.crossover_tps;
+  in.batch = spec.batch;
+  in.decode_context = spec.decode_context;
+  in.mem_util = spec.mem_util;
+  in.block_size = spec.block_size;
+  in.max_query = spec.max_query;
+  in.roofline_step = spec.roofline_step;
+  return in;
 }
 
 }  // namespace mlaplan

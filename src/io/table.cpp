@@ -198,14 +198,14 @@ std::string render_md(const Document& doc) {
   for (const Table& full : doc.tables) {
     const Table t = for_people(full);
     out += "\n### " + t.title + "\n\n|";
-    for (const auto& c : t.columns) out += " " + md_cell(c.label) + " |";
+    for (const auto& c : t.columns) out.append(" ").append(md_cell(c.label)).append(" |");
     out += "\n|";
     for (const auto& c : t.columns) out += right_aligned(c.unit) ? "---:|" : "---|";
     out += "\n";
     for (const auto& row : t.rows) {
       out += "|";
       for (std::size_t c = 0; c < t.columns.size(); ++c)
-        out += " " + md_cell(c < row.size() ? humanize(row[c], t.columns[c].unit) : "") + " |";
+        out.append(" ").append(md_cell(c < row.size() ? humanize(row[c], t.columns[c].unit) : "")).append(" |");
       out += "\n";
     }
   }
@@ -228,10 +228,10 @@ std::string render_csv(const Document& doc) {
   for (const Table& t : doc.tables) {
     if (!first) out += "\n";
     first = false;
-    for (std::size_t c = 0; c < t.columns.size(); ++c) out += (c ? "," : "") + csv_cell(t.columns[c].key);
+    for (std::size_t c = 0; c < t.columns.size(); ++c) out.append(c ? "," : "").append(csv_cell(t.columns[c].key));
     out += "\n";
     for (const auto& row : t.rows) {
-      for (std::size_t c = 0; c < t.columns.size(); ++c) out += (c ? "," : "") + csv_cell(c < row.size() ? raw(row[c]) : "");
+      for (std::size_t c = 0; c < t.columns.size(); ++c) out.append(c ? "," : "").append(csv_cell(c < row.size() ? raw(row[c]) : ""));
       out += "\n";
     }
   }

@@ -1,45 +1,42 @@
 #pragma once
-// CUDA kernels of the MLA paths for DeepSeek shapes (latent 512, RoPE 64, nope 128, value 128), bf16
-// storage with fp32 accumulation on tensor cores. Plain C++ interface (no CUDA types beyond the
-// runtime's), so the host harness compiles with the ordinary C++ compiler.
+// Launch wrappers of the CUDA kernels of the MLA paths (bodies in mla_kernels.cuh, arguments in
+// mla_kernel_args.hpp). Plain C++ interface (no CUDA types beyond the runtime's), so the backend
+// compiles with the ordinary C++ compiler. Every wrapper returns the launch's error.
+#include <cstddef>
+#include <cstdint>
+
 #include <cuda_runtime.h>
+
+#include "cuda/mla_kernel_args.hpp"
 
 namespace mlaplan::validate::gpu {
 
-constexpr int kLatent = 512, kRope = 64, kLatentRow = 576, kNope = 128, kValue = 128, kPage = 64;
+// Sets the kernels' attributes (dynamic shared memory beyond 48 KiB) on the current device: once,
+// before any launch.
+cudaError_t prepare_kernels();
 
-// Absorbed decode: MQA of the folded queries over a paged latent cache, split-KV. Each split
-// writes normalised partial outputs and their log-sum-exp; lse_merge combines them.
-struct DecodeArgs {
-  const void* q = nullptr;          // bf16 [batch · query · heads, 576]; row (b·query + t)·heads + head
-  const void* cache = nullptr;      // bf16 [pages, 64, 576]
-  const int* block_table = nullptr; // [batch, max_pages]: page of each sequence's i-th 64 tokens
-  int batch = 1, query = 1, prefix = 0, heads = 1, max_pages = 1, splits = 1;
-  float scale = 1;
-  float* part_o = nullptr;          // [batch, splits, query · heads, 512]
-  float* part_lse = nullptr;        // [batch, splits, query · heads]
-};
+// Absorbed decode (see DecodeArgs): one split writes the bf16 latent output, several write partials.
 cudaError_t absorbed_decode(const DecodeArgs& a, cudaStream_t stream);
 
-// out[b, row] = Σ_s exp(lse_s − lse) · part_o[b, s, row], as bf16 rows of `width` values.
-cudaError_t lse_merge(const float* part_o, const float* part_lse, int batch, int splits, int rows, int width, void* out,
-                      cudaStream_t stream);
+// Split-KV merge: out[b, row] (bf16, 512 wide) from fp32 partials [batch, splits, rows, 512] and
+// their log-sum-exp [batch, splits, rows].
+cudaError_t split_kv_merge(const float* part_o, const float* part_lse, int batch, int splits, int rows, void* out, cudaStream_t stream);
+
+// Chunked expand's merge: out [rows, 128] (bf16) from bf16 partials [chunks, rows, 128] and their
+// log-sum-exp [chunks, rows].
+cudaError_t chunk_lse_merge(const void* part_o, const float* part_lse, int chunks, int rows, void* out, cudaStream_t stream);
 
 // rope[row, head·64 + c] = cache[row, 512 + c] for every head (cache rows contiguous, 576 wide).
 cudaError_t rope_broadcast(const void* cache, int rows, int heads, void* rope, cudaStream_t stream);
 
-// Flash-style attention of the expand path: QK width 192 (K_nope from kv, the broadcast RoPE key),
-// V width 128, causal after `prefix`. kv rows per sequence: s_pad (a multiple of 64).
-struct MhaArgs {
-  const void* q_nope = nullptr;  // bf16 [batch · query, heads · 128]
-  const void* q_rope = nullptr;  // bf16 [batch · query, heads · 64]
-  const void* kv = nullptr;      // bf16 [batch · s_pad, heads · 256]: per head K_nope then V
-  const void* rope = nullptr;    // bf16 [batch · s_pad, heads · 64]
-  int batch = 1, query = 1, prefix = 0, heads = 1, s_pad = 64;
-  float scale = 1;
-  bool causal = true;
-  void* out = nullptr;           // bf16 [batch · query, heads · 128]
-};
+// Flash attention of the expand path, or of one chunk of chunked expand (see MhaArgs).
 cudaError_t flash_mha(const MhaArgs& a, cudaStream_t stream);
+
+// n bf16 values uniform in [−scale, scale), a function of (seed, index) only.
+cudaError_t fill_uniform_bf16(void* p, std::size_t n, std::uint64_t seed, float scale, cudaStream_t stream);
+
+// Holds the stream for `seconds` (a spinning single-thread kernel), so that the host can enqueue
+// the calls a timing covers before the GPU reaches them.
+cudaError_t hold_stream(double seconds, cudaStream_t stream);
 
 }  // namespace mlaplan::validate::gpu

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "mlaplan/core/feasibility.hpp"
 #include "mlaplan/core/hardware.hpp"
 #include "mlaplan/core/kv.hpp"
 #include "mlaplan/core/model.hpp"
@@ -35,14 +36,19 @@ struct CapacityResult {
   std::int64_t max_tokens_cluster = 0;  // distinct tokens: per rank × DP replicas
   std::int64_t sequences_per_rank = 0;
   std::int64_t max_sequences = 0;       // whole deployment: per DP replica × DP
-  bool fits = false;
-  std::string reason;                   // why it does not fit (empty when it fits)
+  Verdict verdict;                      // fits, or why not (the layout, the weights, one sequence)
+  bool fits() const { return verdict.ok(); }
 };
+
+// Tokens per forward pass the activation reserve is estimated for unless told otherwise (vLLM V1's
+// default max_num_batched_tokens for online serving, 8,192).
+inline constexpr std::int64_t kDefaultBatchedTokens = 8192;
 
 // First-order activation reserve for one forward pass of `max_batched_tokens` tokens on one
 // rank, 2-byte activations: tokens · 2 B · (2·hidden + widest per-rank MLP/attention intermediate).
 Bytes activation_reserve_estimate(const ModelSpec& m, const Parallelism& par, std::int64_t max_batched_tokens);
 
+// An infeasible layout (check_layout) gives an empty result whose verdict says why.
 CapacityResult plan_capacity(const ModelSpec& m, const HardwareSpec& hw, const CapacityRequest& req);
 
 }  // namespace mlaplan

@@ -32,6 +32,6 @@ inline constexpr double kNoCrossover = std::numeric_limits<double>::infinity();
 // The same solve under any time model: `path_time(plan, query)` gives a path's seconds for a step
 // of `query` tokens.
 double crossover_query(const MlaGeometry& g, const Workload& base, double prefix, std::int64_t batch,
-                       const std::function<double(const PathPlan&, double)>& path_time);
+                       const std::function<Seconds(const PathPlan&, double)>& path_time);
 
 }  // namespace mlaplan

@@ -2,6 +2,7 @@
 // What serving engines hard-code for the expand/absorb choice, as policies of (Q, P).
 // Sources: shared/reference/facts.md §4.
 #include <array>
+#include <cstdint>
 #include <string_view>
 
 #include "mlaplan/core/paths.hpp"
@@ -9,12 +10,21 @@
 
 namespace mlaplan {
 
+// The quantity an engine's fixed threshold is compared with.
+enum class ThresholdAxis {
+  query,    // new tokens of the request (vLLM's reorder_batch_threshold)
+  prefix,   // cached tokens before them (SGLang's chunked-prefix-cache threshold)
+  context,  // prefix + query (TensorRT-LLM's short-sequence MHA threshold)
+};
+
 struct EnginePolicy {
   std::string_view key;   // snake_case name for JSON/CSV columns
   std::string_view name;  // human name
   std::string_view rule;  // the rule as modelled
+  ThresholdAxis axis = ThresholdAxis::query;
+  double threshold = 0;   // the engine's constant, the one place it is written
   // The path the engine runs for a sequence of `query` new tokens after `prefix` cached ones.
-  PathKind (*choose)(double query, double prefix);
+  PathKind (*choose)(double query, double prefix, double threshold);
 };
 
 // vLLM's reorder_batch_threshold (Triton MLA 1, FlashMLA 128, FlashAttention-MLA 512): requests

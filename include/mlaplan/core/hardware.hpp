@@ -24,25 +24,25 @@ struct HardwareSpec {
   std::string source;                          // file it came from
   std::vector<std::string> aliases;
   Bytes memory_capacity{0};
-  double memory_bandwidth_bytes_per_s = 0;
-  std::map<DType, double> dense_peak_flops_per_s;  // dense (not 2:4-sparse) peaks
+  BytesPerSecond memory_bandwidth{0};
+  std::map<DType, FlopsPerSecond> dense_peak;  // dense (not 2:4-sparse) peaks
   std::int64_t sm_count = 0;                   // SMs (NVIDIA) or CUs (AMD)
   Bytes l2_cache{0};
-  double scale_up_bytes_per_s_per_direction = 0;
+  BytesPerSecond scale_up_bandwidth_per_direction{0};
   Efficiency efficiency;
   std::map<std::string, std::string> sources;  // field -> where the number came from
   std::vector<std::string> unconfirmed;        // fields whose numbers are not confirmed
 
-  std::optional<double> peak_flops(DType d) const {
-    auto it = dense_peak_flops_per_s.find(d);
-    if (it == dense_peak_flops_per_s.end()) return std::nullopt;
+  std::optional<FlopsPerSecond> peak_flops(DType d) const {
+    auto it = dense_peak.find(d);
+    if (it == dense_peak.end()) return std::nullopt;
     return it->second;
   }
   // Ridge point: peak / bandwidth, in FLOP per byte.
   std::optional<double> ridge_flop_per_byte(DType d) const {
     auto p = peak_flops(d);
-    if (!p || memory_bandwidth_bytes_per_s <= 0) return std::nullopt;
-    return *p / memory_bandwidth_bytes_per_s;
+    if (!p || memory_bandwidth.value <= 0) return std::nullopt;
+    return *p / memory_bandwidth;
   }
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 // KV-cache accounting: bytes per token per layer, per rank, per sequence (formula reference §2).
 #include <cstdint>
+#include <vector>
 
 #include "mlaplan/core/dtype.hpp"
 #include "mlaplan/core/model.hpp"
@@ -32,6 +33,13 @@ KvBytes kv_bytes_per_token(const ModelSpec& m, KvDtype d, std::int64_t tp = 1);
 
 // Indexer bytes per token over all layers; 0 for models without DSA.
 Bytes indexer_bytes_per_token(const ModelSpec& m);
+
+// Layers grouped by attention kind (full, or sliding with one window), in order of first appearance.
+struct LayerGroup {
+  LayerSpec kind;
+  std::int64_t layers = 0;
+};
+std::vector<LayerGroup> layer_groups(const ModelSpec& m);
 
 // Tokens a layer holds for a sequence of `tokens`: sliding layers keep at most their window.
 std::int64_t tokens_held(const LayerSpec& layer, std::int64_t tokens);

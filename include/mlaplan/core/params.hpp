@@ -7,6 +7,7 @@
 
 #include "mlaplan/core/dtype.hpp"
 #include "mlaplan/core/model.hpp"
+#include "mlaplan/core/parallelism.hpp"
 #include "mlaplan/core/units.hpp"
 
 namespace mlaplan {
@@ -64,16 +65,14 @@ WeightPlan default_weight_plan(const ModelSpec& m);
 // The plan for an explicit --weight-dtype.
 WeightPlan weight_plan_for(const ModelSpec& m, WeightDtype d);
 
+// The dtype attention projections (W_UK, W_UV, q/kv/o) are read in, from the config's quantization:
+// fp8 for block-fp8 checkpoints, mxfp4 where the checkpoint quantizes attention, else bf16.
+WeightDtype attention_weight_dtype(const ModelSpec& m);
+
 // Bytes of all copies of one tensor, quantization scales included:
 // fp8 block: rows·cols + ⌈rows/128⌉·⌈cols/128⌉·4; mxfp4: rows·cols/2 + rows·⌈cols/32⌉.
 Bytes tensor_bytes(const WeightTensor& t, const WeightPlan& plan);
 
-struct Parallelism {
-  std::int64_t tp = 1;  // tensor parallel ranks (attention heads, MLP, vocab)
-  std::int64_t dp = 1;  // data-parallel attention replicas
-  std::int64_t ep = 1;  // expert-parallel ranks for routed experts (1 = experts split by TP)
-  std::int64_t ranks() const { return tp * dp; }
-};
 
 // Bytes of one tensor held by one rank under a layout.
 Bytes tensor_bytes_per_rank(const ModelSpec& m, const WeightTensor& t, const WeightPlan& plan, const Parallelism& par);

@@ -13,7 +13,8 @@
 
 #include "mlaplan/core/dtype.hpp"
 #include "mlaplan/core/model.hpp"
-#include "mlaplan/core/params.hpp"
+#include "mlaplan/core/parallelism.hpp"
+#include "mlaplan/core/units.hpp"
 
 namespace mlaplan {
 
@@ -23,15 +24,32 @@ std::string_view to_string(PathKind p);
 enum class OpKind { gemm, bmm, attention, merge, elementwise, indexer };
 std::string_view to_string(OpKind k);
 
+// Every op the path engine emits. The same ids name the validation kernels that time them, so a
+// prediction and its measurement are joined by id: a renamed or missing op cannot be skipped silently.
+// to_string gives the stable names of the JSON/CSV contract (`paths.<path>.ops[].op`).
+enum class OpId {
+  q_a_proj, q_b_proj, q_proj, kv_a_proj, o_proj,   // MLA projections (layer scope)
+  q_absorb_w_uk, latent_attention_mqa, split_kv_merge, out_absorb_w_uv,  // absorb
+  kv_up_proj, rope_k_broadcast, attention_mha,     // expand
+  kv_up_proj_chunk, attention_mha_chunk, lse_merge,  // chunked expand
+  indexer_proj, indexer_scores, sparse_latent_attention,  // DSA
+  qkv_proj, attention, attention_sliding,          // standard attention (MHA/GQA/MQA)
+};
+inline constexpr int kOpIdCount = static_cast<int>(OpId::attention_sliding) + 1;
+std::string_view to_string(OpId id);
+// The kind of kernel an op runs as (the efficiency family it belongs to).
+OpKind kind_of(OpId id);
+
 struct Op {
-  const char* name = "";
-  OpKind kind = OpKind::gemm;
-  double flops = 0;
-  double bytes_read = 0;
-  double bytes_written = 0;
-  double workspace_bytes = 0;  // transient buffers the op materialises
-  double cache_bytes_read = 0; // the part of bytes_read that is KV/indexer cache
-  double bytes() const { return bytes_read + bytes_written; }
+  OpId id = OpId::q_proj;
+  Flops flops{0};
+  BytesF bytes_read{0};
+  BytesF bytes_written{0};
+  BytesF workspace_bytes{0};   // transient buffers the op materialises
+  BytesF cache_bytes_read{0};  // the part of bytes_read that is KV/indexer cache
+  BytesF bytes() const { return bytes_read + bytes_written; }
+  OpKind kind() const { return kind_of(id); }
+  std::string_view name() const { return to_string(id); }
 };
 
 // A fixed-capacity op list: costing a path allocates nothing.
@@ -43,9 +61,10 @@ struct PathPlan {
   void add(const Op& op) { ops[count++] = op; }
   const Op* begin() const { return ops.data(); }
   const Op* end() const { return ops.data() + count; }
-  double flops() const;
-  double bytes() const;
-  double workspace_bytes() const;  // the largest single-op workspace
+  const Op* find(OpId id) const;  // nullptr when the path has no such op
+  Flops flops() const;
+  BytesF bytes() const;
+  BytesF workspace_bytes() const;  // the largest single-op workspace
 };
 
 // Sequences sharing one shape: `count` sequences, each with `query` new tokens after `prefix`.
@@ -61,9 +80,9 @@ struct Workload {
   DType compute = DType::bf16;       // activation dtype and the peak used
   KvDtype kv = KvDtype::bf16;
   WeightDtype weights = WeightDtype::bf16;
-  std::int64_t tp = 1;               // splits query heads
-  std::int64_t dp = 1;               // data-parallel attention splits the batch
+  Parallelism par;                   // TP splits query heads; DP attention splits the batch
   double chunk = 4096;               // chunked expand: prefix tokens per chunk
+  std::int64_t kv_splits = 1;        // absorbed decode: split-KV partitions merged by log-sum-exp
   bool projections = false;          // scope: layer (true) or attention core (false)
 };
 
@@ -84,11 +103,11 @@ MlaGeometry mla_geometry(const ModelSpec& m, const Workload& w);
 
 // FLOPs to up-project one cached token to every head's K_nope and V: 2·r·h_t·(d_n + d_v).
 // DeepSeek-V3, TP=1: 33,554,432.
-double expand_flops_per_token(const MlaGeometry& g);
+Flops expand_flops_per_token(const MlaGeometry& g);
 // FLOPs per (query, key) pair, expanded: 2·h_t·(d_n + d_r + d_v) (QK width d_n + d_r, V width d_v).
-double expand_flops_per_pair(const MlaGeometry& g);
+Flops expand_flops_per_pair(const MlaGeometry& g);
 // FLOPs per pair, absorbed: 2·h_t·(2r + d_r) (QK width r + d_r, V width r).
-double absorb_flops_per_pair(const MlaGeometry& g);
+Flops absorb_flops_per_pair(const MlaGeometry& g);
 
 // The op list of one path for one layer on one rank (summed over the batch).
 PathPlan mla_path(const ModelSpec& m, const Workload& w, PathKind kind);

@@ -9,37 +9,41 @@
 namespace mlaplan {
 
 struct Roofline {
-  double peak_flops_per_s = 0;
-  double bandwidth_bytes_per_s = 0;
+  FlopsPerSecond peak{0};
+  BytesPerSecond bandwidth{0};
   double eta_compute = 1;
   double eta_memory = 1;
-  double launch_s = 0;  // per op
+  Seconds launch{0};  // per op
+  FlopsPerSecond attainable_compute() const { return peak * eta_compute; }
+  BytesPerSecond attainable_bandwidth() const { return bandwidth * eta_memory; }
   // Ridge point of the effective machine: peak·η_c / (bandwidth·η_m), FLOP per byte.
-  double ridge() const { return peak_flops_per_s * eta_compute / (bandwidth_bytes_per_s * eta_memory); }
+  double ridge() const { return attainable_compute() / attainable_bandwidth(); }
 };
 
 // The roofline of a GPU at a compute dtype with the given efficiencies.
-Roofline roofline_for(const HardwareSpec& hw, DType compute, const Efficiency& eta, double launch_s = 0);
+Roofline roofline_for(const HardwareSpec& hw, DType compute, const Efficiency& eta, Seconds launch = Seconds{0});
 
 struct OpTime {
-  double compute_s = 0;  // F / (peak·η_c)
-  double memory_s = 0;   // B / (bandwidth·η_m)
-  double time_s = 0;     // max of the two, plus launch
-  double intensity = 0;  // F / B
+  Seconds compute{0};    // F / (peak·η_c)
+  Seconds memory{0};     // B / (bandwidth·η_m)
+  Seconds time{0};       // max of the two, plus launch
+  double intensity = 0;  // F / B, FLOP per byte
   bool compute_bound = false;
 };
 OpTime op_time(const Op& op, const Roofline& rf);
 
 struct PathCost {
-  double flops = 0;
-  double bytes = 0;
-  double workspace_bytes = 0;
-  double time_s = 0;
-  double compute_s = 0;  // Σ compute time of the ops
-  double memory_s = 0;   // Σ memory time of the ops
-  double intensity() const { return bytes > 0 ? flops / bytes : 0; }
+  Flops flops{0};
+  BytesF bytes{0};
+  BytesF workspace_bytes{0};
+  Seconds time{0};
+  Seconds compute{0};  // Σ compute time of the ops
+  Seconds memory{0};   // Σ memory time of the ops
+  double intensity() const { return bytes.value > 0 ? flops / bytes : 0; }
   // The bound that takes most of the path's time.
-  bool compute_bound() const { return compute_s >= memory_s; }
+  bool compute_bound() const { return compute >= memory; }
+  PathCost& operator+=(const PathCost& o);  // workspace: the larger of the two
+  PathCost operator*(double layers) const;  // the same cost repeated over layers (workspace unchanged)
 };
 PathCost path_cost(const PathPlan& p, const Roofline& rf);
 

@@ -61,11 +61,28 @@ struct BytesTag {};
 struct ParamsTag {};
 struct FlopsTag {};
 struct SecondsTag {};
+struct FlopRateTag {};
+struct ByteRateTag {};
 
-using Bytes = Quantity<BytesTag, std::int64_t>;    // exact byte counts
+using Bytes = Quantity<BytesTag, std::int64_t>;    // exact byte counts (caches, weights, capacity)
+using BytesF = Quantity<BytesTag, double>;         // byte volumes of the cost model: traffic and workspace at
+                                                   // real-valued query lengths (fractional bytes per element)
 using Params = Quantity<ParamsTag, std::int64_t>;  // exact parameter (element) counts
 using Flops = Quantity<FlopsTag, double>;
 using Seconds = Quantity<SecondsTag, double>;
+using FlopsPerSecond = Quantity<FlopRateTag, double>;
+using BytesPerSecond = Quantity<ByteRateTag, double>;
+
+constexpr BytesF to_real(Bytes b) { return BytesF{static_cast<double>(b.value)}; }
+
+// The only ways units combine: work over rate is time; work over time is rate; FLOPs over bytes is
+// arithmetic intensity (FLOP per byte); a compute rate over a byte rate is a ridge point (FLOP per byte).
+constexpr Seconds operator/(Flops f, FlopsPerSecond r) { return Seconds{f.value / r.value}; }
+constexpr Seconds operator/(BytesF b, BytesPerSecond r) { return Seconds{b.value / r.value}; }
+constexpr FlopsPerSecond operator/(Flops f, Seconds t) { return FlopsPerSecond{f.value / t.value}; }
+constexpr BytesPerSecond operator/(BytesF b, Seconds t) { return BytesPerSecond{b.value / t.value}; }
+constexpr double operator/(Flops f, BytesF b) { return f.value / b.value; }
+constexpr double operator/(FlopsPerSecond f, BytesPerSecond b) { return f.value / b.value; }
 
 inline constexpr std::int64_t kKiB = 1024;
 inline constexpr std::int64_t kMiB = 1024 * kKiB;

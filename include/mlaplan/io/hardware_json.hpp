@@ -12,6 +12,10 @@
 namespace mlaplan {
 
 HardwareSpec parse_hardware(const nlohmann::json& j, const std::string& source);
+// The inverse of parse_hardware: a spec as a hardware file (memory in bytes, bandwidth in GB/s, peaks
+// in TFLOP/s), each number with the source recorded for its field. The only code that writes one.
+nlohmann::ordered_json hardware_to_json(const HardwareSpec& hw);
+
 HardwareSpec load_hardware_file(const std::filesystem::path& path, const std::string& shown = {});
 
 }  // namespace mlaplan

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mlaplan/core/feasibility.hpp"
 #include "mlaplan/core/model.hpp"
 
 namespace mlaplan {
@@ -22,6 +23,10 @@ void apply_override(nlohmann::json& config, const std::string& assignment);
 
 // Interprets a config. `source` names the file in error messages; `name` is the display name.
 ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& source, const std::string& name);
+
+// A layout the model cannot run, as the one-line error naming the config key (num_attention_heads,
+// num_key_value_heads) or the flag (--ep) at fault.
+[[noreturn]] void fail_layout(const ModelSpec& m, const Parallelism& p, const LayoutVerdict& v);
 
 // Loads a model from a config file (or a folder holding config.json) with overrides applied.
 // `shown` is how the file is named in messages (default: the path as given).

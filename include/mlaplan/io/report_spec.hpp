@@ -8,22 +8,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mlaplan/core/study.hpp"
+
 namespace mlaplan {
 
-struct ReportLayout {
-  std::int64_t tp = 1, dp = 1, ep = 1;
-};
-
-struct ReportStep {
-  std::int64_t batch = 32, tp = 8;
-  double query = 1, prefix = 32768;
-};
 
 struct ReportSpec {
   std::string title = "DeepSeek-V3 on H200";
   std::vector<std::string> models{"deepseek-v3"};
   std::vector<std::string> gpus{"h200"};
-  std::vector<ReportLayout> layouts{{8, 1, 1}, {8, 1, 8}, {1, 8, 8}};
+  std::vector<Parallelism> layouts{{8, 1, 1}, {8, 1, 8}, {1, 8, 8}};
   std::vector<std::string> kv_dtypes{"bf16", "fp8_flashmla"};
   std::vector<std::int64_t> contexts{4096, 32768, 131072};
   std::string sequence_contexts = "1024:262144:x2";  // the sequences-against-context plot
@@ -44,5 +38,9 @@ struct ReportSpec {
 // Reads a spec; absent keys keep their defaults. InputError naming file, key and value.
 ReportSpec parse_report_spec(const nlohmann::json& j, const std::string& source);
 nlohmann::ordered_json to_json(const ReportSpec& s);
+
+// The spec's names and lists resolved: models and GPUs loaded, dtypes and number lists parsed.
+// InputError naming the spec key (or the file a model or GPU came from).
+ReportInputs resolve_report(const ReportSpec& s);
 
 }  // namespace mlaplan

@@ -10,7 +10,7 @@ namespace mlaplan::svg {
 
 struct Series {
   std::string name;
-  std::vector<std::pair<double, double>> points;  // (x, y); non-positive values are skipped on log axes
+  std::vector<std::pair<double, double>> points{};  // (x, y); non-positive values are skipped on log axes
   bool line = true;
   bool markers = false;
   bool dashed = false;

@@ -1,0 +1,33 @@
+#pragma once
+// The documents the subcommands print: typed study results (core/study.hpp) turned into titled
+// fields, tables and notes, which render() writes as table, markdown, CSV or JSON. The JSON keys and
+// CSV columns here are the CLI contract.
+#include <string>
+
+#include "mlaplan/core/hardware.hpp"
+#include "mlaplan/core/study.hpp"
+#include "mlaplan/io/table.hpp"
+
+namespace mlaplan {
+
+// The roofline a command costs with, and where its efficiencies came from.
+struct RooflineUsed {
+  HardwareSpec hw;
+  DType compute = DType::bf16;
+  Efficiency eta;
+  Roofline rf;
+};
+
+// "64 x 1 tokens after 8191, 2 x 2048 tokens after 0"
+std::string describe(const Workload& w);
+// "TP8 DP1 EP1"
+std::string layout_name(const Parallelism& p);
+
+Document models_document();  // the bundled models with their key figures
+Document gpus_document();    // the bundled GPUs
+Document kv_document(const ModelSpec& m, const KvStudy& st);
+Document capacity_document(const ModelSpec& m, const HardwareSpec& hw, const CapacityStudy& st, const std::string& reserve_note);
+Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload& w, const CostStudy& st);
+Document crossover_document(const ModelSpec& m, const RooflineUsed& r, const CrossoverSweepSpec& spec, const CrossoverStudy& st);
+
+}  // namespace mlaplan

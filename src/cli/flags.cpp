@@ -1,0 +1,140 @@
+#include "flags.hpp"
+
+#include <cmath>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "mlaplan/core/feasibility.hpp"
+#include "mlaplan/io/error.hpp"
+#include "mlaplan/io/hf_config.hpp"
+#include "mlaplan/io/lists.hpp"
+#include "mlaplan/io/registry.hpp"
+
+namespace mlaplan::cli {
+
+ModelSpec ModelFlags::load() const { return load_model(model, sets); }
+
+void add_model_flags(CLI::App* app, ModelFlags& f) {
+  app->add_option("--model,-m", f.model, "bundled model name, a config.json, or a folder holding one")->capture_default_str();
+  app->add_option("--set", f.sets, "override a config field before interpretation: key=value (repeatable)");
+}
+
+void add_layout_flags(CLI::App* app, LayoutFlags& f, bool with_ep) {
+  app->add_option("--tp", f.tp, "tensor-parallel ranks (split query heads, MLP, vocab)")->capture_default_str();
+  app->add_option("--dp", f.dp, "data-parallel attention replicas (each stores its own sequences)")->capture_default_str();
+  if (with_ep) app->add_option("--ep", f.ep, "expert-parallel ranks for routed experts (1: experts split by TP)")->capture_default_str();
+}
+
+void add_format_flag(CLI::App* app, std::string& format) {
+  app->add_option("--format,-f", format, "table | csv | md | json")->capture_default_str();
+}
+
+std::int64_t positive(const char* flag, std::int64_t v, std::int64_t max) {
+  if (v < 1) fail_flag(flag, std::to_string(v), "must be a positive integer");
+  if (v > max) fail_flag(flag, std::to_string(v), fmt::format("must be at most {}", max));
+  return v;
+}
+
+Parallelism LayoutFlags::resolve(const ModelSpec& m) const {
+  const Parallelism p{positive("--tp", tp, 1 << 20), positive("--dp", dp, 1 << 20), positive("--ep", ep, 1 << 20)};
+  if (const LayoutVerdict v = check_layout(m, p); !v.ok()) fail_layout(m, p, v);
+  return p;
+}
+
+KvDtype resolve_kv_dtype(const std::string& s, const ModelSpec& m) {
+  const auto d = parse_kv_dtype(s);
+  if (!d) fail_flag("--kv-dtype", s, "expected one of fp32, bf16, fp16, fp8, fp8_flashmla, fp4");
+  if (*d == KvDtype::fp8_flashmla && !m.is_mla())
+    fail_flag("--kv-dtype", s, fmt::format("FlashMLA's layout needs an MLA model; {} is {}", m.name, to_string(m.attention)));
+  return *d;
+}
+
+WeightDtype resolve_weight_dtype(const std::string& s) {
+  const auto d = parse_weight_dtype(s);
+  if (!d) fail_flag("--weight-dtype", s, "expected one of fp32, bf16, fp16, fp8, mxfp4");
+  return *d;
+}
+
+void emit(Context& ctx, const Document& doc, const std::string& format) {
+  const std::string text = render(doc, parse_format(format));
+  ctx.out << text << std::flush;
+}
+
+void add_roofline_flags(CLI::App* app, RooflineFlags& f) {
+  app->add_option("--gpu,-g", f.gpu, "bundled GPU name or a hardware JSON file")->capture_default_str();
+  app->add_option("--dtype", f.dtype, "compute dtype: its dense peak and activation width (bf16 | fp16 | fp8 | fp32 | tf32)")->capture_default_str();
+  app->add_option("--eta-compute", f.eta_compute, "fraction of peak FLOP/s reached (default: hardware file, else 1)");
+  app->add_option("--eta-memory", f.eta_memory, "fraction of peak bandwidth reached (default: hardware file, else 1)");
+  app->add_option("--launch-us", f.launch_us, "fixed cost per op in microseconds")->capture_default_str();
+}
+
+RooflineUsed RooflineFlags::resolve() const {
+  RooflineUsed r;
+  r.hw = load_gpu(gpu);
+  const auto d = parse_dtype(dtype);
+  if (!d) fail_flag("--dtype", dtype, "expected one of fp32, tf32, bf16, fp16, fp8, fp4");
+  r.compute = *d;
+  if (!r.hw.peak_flops(*d)) fail_key(r.hw.source, "dense_peak_tflops", dtype, fmt::format("{} has no {} peak", r.hw.name, dtype));
+  r.eta = r.hw.efficiency;
+  for (auto [flag, value, target] : {std::tuple{"--eta-compute", eta_compute, &r.eta.compute}, std::tuple{"--eta-memory", eta_memory, &r.eta.memory}}) {
+    if (value < 0) continue;
+    if (!(value > 0 && value <= 1)) fail_flag(flag, fmt::format("{}", value), "expected a fraction in (0, 1]");
+    *target = value;
+    r.eta.source = "command line";
+  }
+  if (!(launch_us >= 0 && launch_us < 1e6)) fail_flag("--launch-us", fmt::format("{}", launch_us), "expected microseconds in [0, 1e6)");
+  r.rf = roofline_for(r.hw, r.compute, r.eta, Seconds{launch_us * 1e-6});
+  return r;
+}
+
+void add_workload_flags(CLI::App* app, WorkloadFlags& f) {
+  app->add_option("--query,-q", f.query, "new query tokens per sequence (Q > 1 after a prefix: MTP or speculative decoding)")->capture_default_str();
+  app->add_option("--prefix,-p", f.prefix, "cached tokens before the new ones (P)")->capture_default_str();
+  app->add_option("--batch,-b", f.batch, "sequences in the step")->capture_default_str();
+  app->add_option("--mix", f.mix, "a mixed batch: COUNTxQUERY@PREFIX,... e.g. 64x1@8192,2x2048@0");
+  app->add_flag("--non-causal", f.non_causal, "every query sees every key");
+  app->add_option("--kv-dtype", f.kv_dtype, "fp32 | bf16 | fp16 | fp8 | fp8_flashmla | fp4")->capture_default_str();
+  app->add_option("--weight-dtype", f.weight_dtype, "dtype weights are read in (default: the config's quantization)");
+  app->add_option("--chunk", f.chunk, "chunked expand: tokens expanded per chunk")->capture_default_str();
+}
+
+std::vector<SequenceGroup> parse_mix(const std::string& text) {
+  std::vector<SequenceGroup> groups;
+  for (const std::string& item : split(text, ',')) {
+    const auto x = item.find('x'), at = item.find('@');
+    if (x == std::string::npos || at == std::string::npos || at < x) fail_flag("--mix", text, fmt::format("'{}' is not COUNTxQUERY@PREFIX", item));
+    SequenceGroup g;
+    const double count = parse_number("--mix", text, item.substr(0, x));
+    g.query = parse_number("--mix", text, item.substr(x + 1, at - x - 1));
+    g.prefix = parse_number("--mix", text, item.substr(at + 1));
+    if (count < 1 || count != std::floor(count) || count > 1e7)
+      fail_flag("--mix", text, fmt::format("count in '{}' must be a whole number from 1 to 1e7", item));
+    if (g.query < 1 || g.prefix < 0) fail_flag("--mix", text, fmt::format("'{}' needs query >= 1 and prefix >= 0", item));
+    if (g.query > 1e9 || g.prefix > 1e12) fail_flag("--mix", text, fmt::format("'{}' is out of range (query <= 1e9, prefix <= 1e12)", item));
+    g.count = static_cast<std::int64_t>(count);
+    groups.push_back(g);
+  }
+  return groups;
+}
+
+Workload WorkloadFlags::resolve(const ModelSpec& m, const Parallelism& par, DType compute) const {
+  Workload w;
+  if (!mix.empty()) {
+    w.groups = parse_mix(mix);
+  } else {
+    if (!(query >= 1 && query <= 1e9)) fail_flag("--query", fmt::format("{}", query), "expected a number of tokens in [1, 1e9]");
+    if (!(prefix >= 0 && prefix <= 1e12)) fail_flag("--prefix", fmt::format("{}", prefix), "expected a number of tokens in [0, 1e12]");
+    w.groups = {SequenceGroup{positive("--batch", batch, 10'000'000), query, prefix}};
+  }
+  w.causal = !non_causal;
+  w.compute = compute;
+  w.kv = resolve_kv_dtype(kv_dtype, m);
+  w.weights = weight_dtype.empty() ? attention_weight_dtype(m) : resolve_weight_dtype(weight_dtype);
+  w.par = par;
+  if (!(chunk >= 1 && chunk <= 1e12)) fail_flag("--chunk", fmt::format("{}", chunk), "expected a number of tokens in [1, 1e12]");
+  w.chunk = chunk;
+  return w;
+}
+
+}  // namespace mlaplan::cli

@@ -1,0 +1,326 @@
+#include "mlaplan/core/study.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "mlaplan/core/crossover.hpp"
+
+namespace mlaplan {
+
+namespace {
+
+std::string layout_name(const Parallelism& p) {
+  return "TP" + std::to_string(p.tp) + " DP" + std::to_string(p.dp) + " EP" + std::to_string(p.ep);
+}
+
+// One path over the whole model: a plan per layer kind and how many layers have it.
+std::vector<std::pair<PathPlan, std::int64_t>> model_plans(const ModelSpec& m, const Workload& w, PathKind kind) {
+  if (kind != PathKind::standard) return {{mla_path(m, w, kind), m.num_layers()}};
+  std::vector<std::pair<PathPlan, std::int64_t>> parts;
+  for (const LayerGroup& g : layer_groups(m)) parts.push_back({standard_path(m, w, g.kind.sliding ? g.kind.window : 0), g.layers});
+  return parts;
+}
+
+}  // namespace
+
+CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf) {
+  CostStudy s;
+  s.layers = m.num_layers();
+  double min_flops = INFINITY, min_time = INFINITY, max_flops = 0, max_time = 0;
+  for (PathKind k : paths_for(m)) {
+    PathResult r{k, {}, {}};
+    for (const auto& [plan, layers] : model_plans(m, w, k)) {
+      r.cost += path_cost(plan, rf) * static_cast<double>(layers);
+      for (const Op& op : plan) r.ops.push_back(OpRow{op, layers, op_time(op, rf)});
+    }
+    if (k != PathKind::chunked) {  // chunked is expand with a bounded workspace, not a third choice
+      if (r.cost.flops.value < min_flops) min_flops = r.cost.flops.value, s.cheaper_by_flops = k;
+      if (r.cost.time.value < min_time) min_time = r.cost.time.value, s.cheaper_by_time = k;
+      max_flops = std::max(max_flops, r.cost.flops.value);
+      max_time = std::max(max_time, r.cost.time.value);
+    }
+    s.paths.push_back(std::move(r));
+  }
+  if (paths_for(m).size() > 1) {
+    s.flops_ratio = max_flops / min_flops;
+    s.time_ratio = max_time / min_time;
+  } else {
+    s.cheaper_by_flops.reset();
+    s.cheaper_by_time.reset();
+  }
+  return s;
+}
+
+CrossoverStudy crossover_study(const ModelSpec& m, const Roofline& rf, const CrossoverSweepSpec& s, const Progress& progress) {
+  CrossoverStudy st;
+  st.asymptotic_flop_crossover_query = asymptotic_flop_crossover_query(mla_geometry(m, s.base));
+  const std::size_t total = s.tps.size() * s.kvs.size() * s.prefixes.size();
+  std::size_t done = 0;
+  for (std::int64_t tp : s.tps) {
+    const Parallelism par{tp, s.base.par.dp, 1};
+    if (const LayoutVerdict v = check_layout(m, par); !v.ok()) {
+      st.skipped.push_back({"TP " + std::to_string(tp), v.verdict});
+      done += s.kvs.size() * s.prefixes.size();
+      continue;
+    }
+    for (KvDtype kv : s.kvs) {
+      Workload w = s.base;
+      w.par = par;
+      w.kv = kv;
+      const MlaGeometry g = mla_geometry(m, w);
+      for (double p : s.prefixes) {
+        st.rows.push_back(CrossoverRow{.tp = tp,
+                                       .kv = kv,
+                                       .prefix = p,
+                                       .flop_crossover_query = flop_crossover_query(g, p, w.causal),
+                                       .roofline_crossover_query = roofline_crossover_query(m, w, p, s.batch, rf),
+                                       .engines = engine_outcomes(g, w, p, s.batch, rf, s.max_query)});
+        if (progress) progress(++done, total);
+      }
+    }
+  }
+  return st;
+}
+
+std::vector<LayoutCapacity> capacity_layouts(const ModelSpec& m, const HardwareSpec& hw, const CapacityRequest& req,
+                                             const std::function<Bytes(const Parallelism&)>& reserve) {
+  const std::int64_t R = req.par.ranks();
+  std::vector<Parallelism> layouts{req.par};
+  auto add = [&](Parallelism p) {
+    if (std::find(layouts.begin(), layouts.end(), p) == layouts.end()) layouts.push_back(p);
+  };
+  add({R, 1, 1});
+  if (m.moe) add({R, 1, R});
+  add({1, R, m.moe ? R : 1});
+  std::vector<LayoutCapacity> out;
+  for (const Parallelism& p : layouts) {
+    CapacityRequest q = req;
+    q.par = p;
+    q.reserve = reserve(p);
+    out.push_back({p, out.empty(), plan_capacity(m, hw, q)});
+  }
+  return out;
+}
+
+std::vector<WeightGroupRow> weight_groups(const ModelSpec& m, const WeightPlan& plan, const Parallelism& par) {
+  std::vector<WeightGroupRow> rows;
+  for (const auto& [g, params] : count_params(m).by_group)
+    rows.push_back(WeightGroupRow{.group = g, .params = params, .bytes = Bytes{0}, .bytes_per_rank = Bytes{0}});
+  for (const WeightTensor& t : weight_tensors(m))
+    for (WeightGroupRow& r : rows)
+      if (r.group == t.group) {
+        r.bytes += tensor_bytes(t, plan);
+        r.bytes_per_rank += tensor_bytes_per_rank(m, t, plan, par);
+      }
+  return rows;
+}
+
+std::vector<KvLayoutRow> kv_layouts(const ModelSpec& m, KvDtype d, const Parallelism& par, std::int64_t tokens, std::int64_t sequences,
+                                    std::int64_t block_size) {
+  const std::int64_t ranks = par.ranks();
+  std::vector<std::pair<std::string, Parallelism>> options{{"requested", par}};
+  if (par.tp != ranks) options.push_back({"all TP", {ranks, 1, 1}});
+  if (par.dp != ranks) options.push_back({"all DP", {1, ranks, 1}});
+  std::vector<KvLayoutRow> rows;
+  for (const auto& [label, p] : options) {
+    KvLayoutRow r{.label = label, .par = p, .bytes_per_token_per_rank = Bytes{0}, .bytes_per_rank = std::nullopt, .verdict = check_layout(m, p)};
+    if (r.verdict.ok()) {
+      r.bytes_per_token_per_rank = kv_bytes_per_token(m, d, p.tp).total() + indexer_bytes_per_token(m);
+      if (tokens > 0) r.bytes_per_rank = sequence_kv_bytes(m, d, p.tp, tokens, block_size) * ceil_div(sequences, p.dp);
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+KvStudy kv_study(const ModelSpec& m, KvDtype d, const Parallelism& par, std::int64_t tokens, std::int64_t sequences, std::int64_t block_size) {
+  KvStudy st;
+  st.kv = d;
+  st.par = par;
+  st.tokens = tokens;
+  st.sequences = sequences;
+  st.block_size = block_size;
+  const std::vector<LayerGroup> groups = layer_groups(m);
+  st.uniform = groups.size() == 1;
+  st.per_token_per_layer = kv_bytes_per_token_per_layer(m, d, 1);
+  st.per_token = kv_bytes_per_token(m, d, 1);
+  st.indexer_per_token_per_layer = m.indexer ? indexer_bytes_per_token_per_layer(*m.indexer) : Bytes{0};
+  st.indexer_per_token = indexer_bytes_per_token(m);
+  st.per_token_per_rank = kv_bytes_per_token(m, d, par.tp).total() + st.indexer_per_token;
+  if (tokens > 0) {
+    st.total_bytes = sequence_kv_bytes(m, d, 1, tokens, block_size) * sequences;
+    st.total_bytes_per_rank = sequence_kv_bytes(m, d, par.tp, tokens, block_size) * ceil_div(sequences, par.dp);
+  }
+  const Bytes per_layer_all = st.per_token_per_layer.total() + st.indexer_per_token_per_layer;
+  for (const LayerGroup& g : groups) {
+    KvLayerGroupRow r{.group = g, .bytes_per_token_per_layer = per_layer_all, .tokens_held = 0, .bytes_per_sequence = Bytes{0}};
+    if (tokens > 0) {
+      r.tokens_held = round_up(tokens_held(g.kind, tokens), block_size);
+      r.bytes_per_sequence = per_layer_all * r.tokens_held * g.layers;
+    }
+    st.groups.push_back(r);
+  }
+  const double bf16 = static_cast<double>(kv_bytes_per_token(m, KvDtype::bf16).total().value);
+  for (KvDtype k : all_kv_dtypes()) {
+    if (k == KvDtype::fp8_flashmla && !m.is_mla()) continue;
+    const Bytes all = kv_bytes_per_token(m, k, 1).total();
+    st.dtypes.push_back(KvDtypeRow{.kv = k, .per_token_per_layer = kv_bytes_per_token_per_layer(m, k, 1), .per_token = all,
+                                   .ratio_to_bf16 = static_cast<double>(all.value) / bf16});
+  }
+  if (m.mla) {
+    MlaEquivalents e;
+    e.mha_bytes_per_token_per_layer = mha_equivalent_bytes_per_token_per_layer(m, d);
+    e.mha_ratio = e.mha_bytes_per_token_per_layer / st.per_token_per_layer.total();
+    e.gqa_groups = gqa_equivalent_groups(*m.mla);
+    e.gqa8_bytes_per_token_per_layer = gqa_kv_bytes_per_token_per_layer(1, m.mla->qk_nope_head_dim, d).total() * 8;
+    st.equivalents = e;
+  }
+  st.layouts = kv_layouts(m, d, par, tokens, sequences, block_size);
+  return st;
+}
+
+CapacityStudy capacity_study(const ModelSpec& m, const HardwareSpec& hw, const CapacityRequest& req,
+                             const std::function<Bytes(const Parallelism&)>& reserve) {
+  CapacityStudy st;
+  st.request = req;
+  st.request.reserve = reserve(req.par);
+  st.result = plan_capacity(m, hw, st.request);
+  st.weights = weight_groups(m, req.weights, req.par);
+  st.layouts = capacity_layouts(m, hw, req, reserve);
+  return st;
+}
+
+ModelSummary summarize(const ModelSpec& m) {
+  ModelSummary s;
+  s.params = count_params(m);
+  for (const LayerSpec& l : m.layers) s.sliding_layers += l.sliding ? 1 : 0;
+  s.cache_bytes_per_token_bf16 = kv_bytes_per_token(m, KvDtype::bf16).total() + indexer_bytes_per_token(m);
+  return s;
+}
+
+Roofline report_roofline(const HardwareSpec& gpu, DType compute) { return roofline_for(gpu, compute, gpu.efficiency); }
+
+ReportStudy report_study(const ReportInputs& in, const Progress& progress) {
+  ReportStudy st;
+  st.in = &in;
+
+  // KV bytes per token, per model (compared ones included) and cache dtype.
+  std::vector<const NamedModel*> kv_models;
+  for (const NamedModel& l : in.models) kv_models.push_back(&l);
+  for (const NamedModel& l : in.compare_models) kv_models.push_back(&l);
+  for (const NamedModel* l : kv_models) {
+    const ModelSpec& m = l->spec;
+    for (KvDtype d : in.kvs) {
+      if (d == KvDtype::fp8_flashmla && !m.is_mla()) continue;
+      KvRow r;
+      r.model = l;
+      r.kv = d;
+      if (m.uniform_layers()) r.bytes_per_token_per_layer = kv_bytes_per_token_per_layer(m, d).total();
+      r.bytes_per_token = kv_bytes_per_token(m, d).total();
+      r.indexer_bytes_per_token = indexer_bytes_per_token(m);
+      r.cache_bytes_per_token = r.bytes_per_token + r.indexer_bytes_per_token;
+      if (m.is_mla()) {
+        r.mha_equivalent_bytes_per_token = mha_equivalent_bytes_per_token_per_layer(m, d) * m.num_layers();
+        r.mha_equivalent_ratio = *r.mha_equivalent_bytes_per_token / r.bytes_per_token;
+      }
+      st.kv.push_back(r);
+    }
+  }
+
+  // Capacity per layout, dtype and context; and the denser context sweep for the plot.
+  for (const NamedModel& l : in.models) {
+    const ModelSpec& m = l.spec;
+    for (const Parallelism& lay : in.layouts)
+      if (const LayoutVerdict v = check_layout(m, lay); !v.ok())
+        st.notes.push_back(layout_name(lay) + " skipped for " + l.arg + ": " + v.verdict.reason + ".");
+    for (const HardwareSpec& g : in.gpus) {
+      for (const Parallelism& lay : in.layouts) {
+        if (!check_layout(m, lay).ok()) continue;
+        for (KvDtype d : in.kvs) {
+          if (d == KvDtype::fp8_flashmla && !m.is_mla()) continue;
+          CapacityRequest req;
+          req.kv_dtype = d;
+          req.weights = default_weight_plan(m);
+          req.par = lay;
+          req.mem_util = in.mem_util;
+          req.block_size = in.block_size;
+          req.reserve = activation_reserve_estimate(m, lay, in.batched_tokens);
+          for (std::int64_t ctx : in.contexts) {
+            req.context = ctx;
+            st.capacity.push_back(CapacityRow{.model = &l, .gpu = &g, .par = lay, .kv = d, .context = ctx, .result = plan_capacity(m, g, req)});
+          }
+          for (double ctx : in.sequence_contexts) {
+            req.context = static_cast<std::int64_t>(ctx);
+            st.sequences.push_back(
+                CapacityRow{.model = &l, .gpu = &g, .par = lay, .kv = d, .context = req.context, .result = plan_capacity(m, g, req)});
+          }
+        }
+      }
+    }
+  }
+
+  // Decode intensity per TP and dtype against the ridge point; the crossover for MLA models.
+  std::size_t total = 0, done = 0;
+  for (const NamedModel& l : in.models)
+    if (l.spec.is_mla()) total += in.crossover_tps.size() * in.kvs.size() * in.prefixes.size() * in.gpus.size();
+  for (const NamedModel& l : in.models) {
+    const ModelSpec& m = l.spec;
+    for (std::int64_t tp : in.crossover_tps)
+      if (const LayoutVerdict v = check_layout(m, {tp, 1, 1}); !v.ok()) st.notes.push_back("TP " + std::to_string(tp) + " skipped for " + l.arg + ": " + v.verdict.reason + ".");
+    for (const HardwareSpec& g : in.gpus) {
+      const Roofline rf = report_roofline(g, in.compute);
+      for (std::int64_t tp : in.crossover_tps) {
+        if (!check_layout(m, {tp, 1, 1}).ok()) continue;
+        for (KvDtype d : in.kvs) {
+          if (d == KvDtype::fp8_flashmla && !m.is_mla()) continue;
+          Workload w;
+          w.groups = {SequenceGroup{in.batch, 1, static_cast<double>(in.decode_context - 1)}};
+          w.compute = in.compute;
+          w.kv = d;
+          w.weights = attention_weight_dtype(m);
+          w.par.tp = tp;
+          for (PathKind k : paths_for(m)) {
+            if (k == PathKind::chunked || k == PathKind::sparse) continue;
+            const PathCost c = path_cost(k == PathKind::standard ? standard_path(m, w) : mla_path(m, w, k), rf);
+            st.intensity.push_back(IntensityRow{.model = &l, .gpu = &g, .tp = tp, .kv = d, .path = k, .cost = c, .ridge = rf.ridge()});
+          }
+        }
+      }
+      if (m.is_mla()) {
+        CrossoverSweepSpec sweep;
+        sweep.prefixes = in.prefixes;
+        sweep.tps = in.crossover_tps;
+        sweep.kvs = in.kvs;
+        sweep.batch = in.batch;
+        sweep.max_query = in.max_query;
+        sweep.base.compute = in.compute;
+        sweep.base.weights = attention_weight_dtype(m);
+        const std::size_t before = done;
+        const CrossoverStudy cs = crossover_study(m, rf, sweep, [&](std::size_t d, std::size_t) {
+          done = before + d;
+          if (progress) progress(done, total);
+        });
+        for (const CrossoverRow& r : cs.rows) st.crossover.push_back({&l, &g, r});
+      }
+      // The roofline step's ops: the first cache dtype the model has.
+      const Parallelism step_par{in.roofline_step.tp, 1, 1};
+      if (const LayoutVerdict v = check_layout(m, step_par); !v.ok()) {
+        if (&g == &in.gpus.front())
+          st.notes.push_back("Roofline step skipped for " + l.arg + ": " + v.verdict.reason + "; set roofline_step.tp in the spec.");
+        continue;
+      }
+      Workload w;
+      w.groups = {SequenceGroup{in.roofline_step.batch, in.roofline_step.query, in.roofline_step.prefix}};
+      w.compute = in.compute;
+      w.kv = in.kvs.front() == KvDtype::fp8_flashmla && !m.is_mla() ? KvDtype::bf16 : in.kvs.front();
+      w.weights = attention_weight_dtype(m);
+      w.par = step_par;
+      for (PathKind k : paths_for(m))
+        for (const Op& op : k == PathKind::standard ? standard_path(m, w) : mla_path(m, w, k))
+          st.roofline_ops.push_back(RooflineOpRow{.model = &l, .gpu = &g, .path = k, .op = op, .time = op_time(op, rf)});
+    }
+  }
+  return st;
+}
+
+}  // namespace mlaplan

@@ -1,0 +1,441 @@
+#include "mlaplan/io/documents.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "mlaplan/io/hardware_json.hpp"
+#include "mlaplan/io/hf_config.hpp"
+#include "mlaplan/io/registry.hpp"
+
+namespace mlaplan {
+
+namespace {
+
+Value finite_or_null(double v) { return std::isfinite(v) ? Value{v} : Value{}; }
+Value positive_or_null(std::int64_t v) { return v > 0 ? Value{v} : Value{}; }
+std::string name(PathKind k) { return std::string(to_string(k)); }
+std::string bound(bool compute_bound) { return compute_bound ? "compute" : "memory"; }
+
+std::string weights_label(const ModelSpec& m) {
+  switch (m.quant) {
+    case WeightQuant::fp8_block: return fmt::format("fp8 {}x{} blocks", m.quant_block_rows, m.quant_block_cols);
+    case WeightQuant::mxfp4: return m.quant_skips_attention ? "mxfp4 (experts)" : "mxfp4";
+    case WeightQuant::none: break;
+  }
+  return "bf16";
+}
+
+void add_roofline_fields(Document& doc, const RooflineUsed& r) {
+  doc.fields.push_back({"gpu", "GPU", r.hw.name, Unit::text});
+  doc.fields.push_back({"dtype", "compute dtype", std::string(to_string(r.compute)), Unit::text});
+  doc.fields.push_back({"peak_flops_per_s", "dense peak", r.rf.peak.value, Unit::flops_per_s});
+  doc.fields.push_back({"bandwidth_bytes_per_s", "memory bandwidth", r.rf.bandwidth.value, Unit::bytes_per_s});
+  doc.fields.push_back({"eta_compute", "η compute", r.eta.compute, Unit::fraction});
+  doc.fields.push_back({"eta_memory", "η memory", r.eta.memory, Unit::fraction});
+  doc.fields.push_back({"eta_source", "η from", r.eta.source, Unit::text});
+  doc.fields.push_back({"launch_s", "launch cost per op", r.rf.launch.value, Unit::seconds});
+  doc.fields.push_back({"ridge_flop_per_byte", "ridge point", r.rf.ridge(), Unit::flop_per_byte});
+}
+
+}  // namespace
+
+std::string describe(const Workload& w) {
+  std::string s;
+  for (const SequenceGroup& g : w.groups) s += fmt::format("{}{} x {} tokens after {}", s.empty() ? "" : ", ", g.count, g.query, g.prefix);
+  return s;
+}
+
+std::string layout_name(const Parallelism& p) { return fmt::format("TP{} DP{} EP{}", p.tp, p.dp, p.ep); }
+
+Document models_document() {
+  Document doc;
+  doc.title = "Bundled models";
+  Table t{"models", "Models (KV bytes per token at bf16, all layers, windows not applied)",
+          {{"name", "name", Unit::text},
+           {"model", "model", Unit::text},
+           {"attention", "attention", Unit::text},
+           {"layers", "layers", Unit::count},
+           {"hidden_size", "hidden", Unit::count},
+           {"query_heads", "q heads", Unit::count},
+           {"kv_heads", "kv heads", Unit::count},
+           {"sliding_layers", "sliding", Unit::count},
+           {"params_total", "params", Unit::params},
+           {"params_active", "active", Unit::params},
+           {"kv_bytes_per_token", "KV/token", Unit::bytes},
+           {"weights", "weights", Unit::text},
+           {"max_position_embeddings", "max ctx", Unit::count}},
+          {}};
+  for (const BundledEntry& e : bundled_models()) {
+    const ModelSpec m = load_model_file(e.path, e.display, {}, shown_path(e.path));
+    const ModelSummary s = summarize(m);
+    t.rows.push_back({e.short_name, e.display, std::string(to_string(m.attention)), m.num_layers(), m.hidden, m.heads,
+                      m.is_mla() ? std::int64_t{1} : m.kv_heads, s.sliding_layers, s.params.total.value, s.params.active.value,
+                      s.cache_bytes_per_token_bf16.value, weights_label(m), m.max_position_embeddings});
+  }
+  doc.tables.push_back(std::move(t));
+  doc.notes.push_back("MLA models store one shared latent per token per layer, so their KV heads read 1.");
+  doc.notes.push_back("Use a name with --model (case-insensitive), or pass any config.json or folder holding one.");
+  return doc;
+}
+
+Document gpus_document() {
+  auto peak = [](const HardwareSpec& hw, DType d) -> Value {
+    if (auto p = hw.peak_flops(d)) return p->value;
+    return std::monostate{};
+  };
+  Document doc;
+  doc.title = "Bundled GPUs";
+  Table t{"gpus", "GPUs (dense peaks; * marks a row with unconfirmed numbers)",
+          {{"name", "name", Unit::text},
+           {"gpu", "gpu", Unit::text},
+           {"memory_bytes", "memory", Unit::bytes},
+           {"memory_bandwidth_bytes_per_s", "bandwidth", Unit::bytes_per_s},
+           {"bf16_flops_per_s", "bf16", Unit::flops_per_s},
+           {"fp8_flops_per_s", "fp8", Unit::flops_per_s},
+           {"fp4_flops_per_s", "fp4", Unit::flops_per_s},
+           {"ridge_bf16_flop_per_byte", "bf16 ridge", Unit::flop_per_byte},
+           {"sm_count", "SMs/CUs", Unit::count},
+           {"unconfirmed_fields", "unconfirmed", Unit::text}},
+          {}};
+  for (const BundledEntry& e : bundled_gpus()) {
+    const HardwareSpec hw = load_hardware_file(e.path, shown_path(e.path));
+    std::string unconfirmed;
+    for (const auto& u : hw.unconfirmed) unconfirmed += (unconfirmed.empty() ? "" : " ") + u;
+    Value ridge = std::monostate{};
+    if (auto r = hw.ridge_flop_per_byte(DType::bf16)) ridge = *r;
+    t.rows.push_back({e.short_name, hw.name + (hw.unconfirmed.empty() ? "" : " *"), hw.memory_capacity.value, hw.memory_bandwidth.value,
+                      peak(hw, DType::bf16), peak(hw, DType::fp8), peak(hw, DType::fp4), ridge, hw.sm_count,
+                      unconfirmed.empty() ? std::string("-") : unconfirmed});
+  }
+  doc.tables.push_back(std::move(t));
+  doc.notes.push_back("Every number has a source in its hardware/*.json file; the last column names the fields whose numbers are not confirmed.");
+  return doc;
+}
+
+Document kv_document(const ModelSpec& m, const KvStudy& st) {
+  const bool with_tokens = st.tokens > 0;
+  Document doc;
+  doc.title = fmt::format("KV cache of {} ({}), {} cache", m.name, to_string(m.attention), to_string(st.kv));
+  doc.fields = {
+      {"model", "model", m.name, Unit::text},
+      {"attention", "attention", std::string(to_string(m.attention)), Unit::text},
+      {"layers", "layers", m.num_layers(), Unit::count},
+      {"kv_dtype", "KV dtype", std::string(to_string(st.kv)), Unit::text},
+  };
+  if (m.mla)
+    doc.fields.push_back({"cached_values_per_token_per_layer", "cached values per token per layer (r + d_r)",
+                          m.mla->kv_lora_rank + m.mla->qk_rope_head_dim, Unit::count});
+  else
+    doc.fields.push_back({"kv_heads", "KV heads x head dim", fmt::format("{} x {}", m.kv_heads, m.head_dim), Unit::text});
+  doc.fields.push_back({"bytes_per_token_per_layer", "bytes per token per layer",
+                        st.uniform ? Value{st.per_token_per_layer.total().value} : Value{std::monostate{}}, Unit::bytes});
+  doc.fields.push_back({"scale_bytes_per_token_per_layer", "  of which quantization scales", st.per_token_per_layer.scales.value, Unit::bytes});
+  doc.fields.push_back({"bytes_per_token", "bytes per token (all layers)", st.per_token.total().value, Unit::bytes});
+  doc.fields.push_back({"indexer_bytes_per_token_per_layer", "DSA indexer bytes per token per layer", st.indexer_per_token_per_layer.value, Unit::bytes});
+  doc.fields.push_back({"indexer_bytes_per_token", "DSA indexer bytes per token", st.indexer_per_token.value, Unit::bytes});
+  doc.fields.push_back({"cache_bytes_per_token", "cache bytes per token incl. indexer", (st.per_token.total() + st.indexer_per_token).value, Unit::bytes});
+  doc.fields.push_back({"tp", "tensor parallel", st.par.tp, Unit::count});
+  doc.fields.push_back({"dp", "data-parallel attention", st.par.dp, Unit::count});
+  doc.fields.push_back({"bytes_per_token_per_rank", "bytes per token per rank", st.per_token_per_rank.value, Unit::bytes});
+  doc.fields.push_back({"block_size", "page block (tokens)", st.block_size, Unit::count});
+  if (with_tokens) {
+    doc.fields.push_back({"tokens", "tokens per sequence", st.tokens, Unit::count});
+    doc.fields.push_back({"sequences", "sequences", st.sequences, Unit::count});
+    doc.fields.push_back({"total_bytes", "total bytes (all sequences, one copy)", st.total_bytes->value, Unit::bytes});
+    doc.fields.push_back({"total_bytes_per_rank", "bytes per rank", st.total_bytes_per_rank->value, Unit::bytes});
+  }
+
+  Table layers{"layer_groups", "Layers by attention kind",
+               {{"kind", "layer kind", Unit::text}, {"layers", "layers", Unit::count}, {"bytes_per_token_per_layer", "bytes/token/layer", Unit::bytes}},
+               {}};
+  if (with_tokens) {
+    layers.columns.push_back({"tokens_held", "tokens held", Unit::count});
+    layers.columns.push_back({"bytes_per_sequence", "bytes per sequence", Unit::bytes});
+  }
+  for (const KvLayerGroupRow& g : st.groups) {
+    std::vector<Value> row{g.group.kind.sliding ? fmt::format("sliding window {}", g.group.kind.window) : std::string("full attention"),
+                           g.group.layers, g.bytes_per_token_per_layer.value};
+    if (with_tokens) {
+      row.push_back(g.tokens_held);
+      row.push_back(g.bytes_per_sequence.value);
+    }
+    layers.rows.push_back(std::move(row));
+  }
+  doc.tables.push_back(std::move(layers));
+
+  Table dtypes{"dtypes", "Cache dtypes compared",
+               {{"kv_dtype", "KV dtype", Unit::text},
+                {"data_bytes_per_token_per_layer", "data/token/layer", Unit::bytes},
+                {"scale_bytes_per_token_per_layer", "scales/token/layer", Unit::bytes},
+                {"bytes_per_token", "bytes/token", Unit::bytes},
+                {"ratio_to_bf16", "vs bf16", Unit::ratio}},
+               {}};
+  for (const KvDtypeRow& r : st.dtypes)
+    dtypes.rows.push_back({std::string(to_string(r.kv)), r.per_token_per_layer.data.value, r.per_token_per_layer.scales.value, r.per_token.value,
+                           r.ratio_to_bf16});
+  doc.tables.push_back(std::move(dtypes));
+
+  if (m.mla && st.equivalents) {
+    const MlaDims& a = *m.mla;
+    const MlaEquivalents& e = *st.equivalents;
+    const Bytes latent = st.per_token_per_layer.total();
+    const double lat = static_cast<double>(latent.value);
+    Table eq{"equivalents", "What the latent replaces (per-head caches of the same model)",
+             {{"cache", "cache", Unit::text},
+              {"bytes_per_token_per_layer", "bytes/token/layer", Unit::bytes},
+              {"bytes_per_token", "bytes/token", Unit::bytes},
+              {"ratio_to_latent", "vs latent", Unit::ratio}},
+             {}};
+    eq.rows.push_back({fmt::format("MLA latent: r + d_r = {} + {}", a.kv_lora_rank, a.qk_rope_head_dim), latent.value, st.per_token.total().value, 1.0});
+    eq.rows.push_back({fmt::format("MHA equivalent: {} heads x (d_n + d_r + d_v = {} + {} + {})", m.heads, a.qk_nope_head_dim, a.qk_rope_head_dim,
+                                   a.v_head_dim),
+                       e.mha_bytes_per_token_per_layer.value, (e.mha_bytes_per_token_per_layer * m.num_layers()).value, e.mha_ratio});
+    eq.rows.push_back({fmt::format("GQA with the same cache: {:.2f} KV groups of width {}", e.gqa_groups, a.qk_nope_head_dim), latent.value,
+                       st.per_token.total().value, 1.0});
+    eq.rows.push_back({fmt::format("GQA-8, width {}", a.qk_nope_head_dim), e.gqa8_bytes_per_token_per_layer.value,
+                       (e.gqa8_bytes_per_token_per_layer * m.num_layers()).value, static_cast<double>(e.gqa8_bytes_per_token_per_layer.value) / lat});
+    doc.tables.push_back(std::move(eq));
+    doc.fields.push_back({"mha_equivalent_bytes_per_token_per_layer", "MHA equivalent bytes per token per layer", e.mha_bytes_per_token_per_layer.value,
+                          Unit::bytes});
+    doc.fields.push_back({"mha_equivalent_ratio", "MHA equivalent / latent", e.mha_ratio, Unit::ratio});
+    doc.fields.push_back({"gqa_equivalent_groups", "GQA groups with the same cache", e.gqa_groups, Unit::none});
+  }
+
+  Table layouts{"layouts", fmt::format("Per-rank cache on {} ranks: TP replication vs data-parallel attention", st.par.ranks()),
+                {{"layout", "layout", Unit::text},
+                 {"tp", "TP", Unit::count},
+                 {"dp", "DP", Unit::count},
+                 {"bytes_per_token_per_rank", "bytes/token/rank", Unit::bytes}},
+                {}};
+  if (with_tokens) layouts.columns.push_back({"bytes_per_rank", "bytes per rank", Unit::bytes});
+  layouts.columns.push_back({"feasible", "feasible", Unit::text, true});
+  layouts.columns.push_back({"reason", "reason", Unit::text, true});
+  for (const KvLayoutRow& r : st.layouts) {
+    const bool ok = r.verdict.ok();
+    std::vector<Value> row{r.label, r.par.tp, r.par.dp, ok ? Value{r.bytes_per_token_per_rank.value} : Value{}};
+    if (with_tokens) row.push_back(r.bytes_per_rank ? Value{r.bytes_per_rank->value} : Value{});
+    row.push_back(ok);
+    row.push_back(ok ? std::string("-") : r.verdict.verdict.reason);
+    layouts.rows.push_back(std::move(row));
+  }
+  doc.tables.push_back(std::move(layouts));
+
+  doc.notes = m.notes;
+  for (const KvLayoutRow& r : st.layouts)
+    if (!r.verdict.ok()) doc.notes.push_back(fmt::format("{} ({}): {}.", r.label, layout_name(r.par), r.verdict.verdict.reason));
+  if (m.mla) doc.notes.push_back("Under TP the MLA latent is replicated on every rank: per-rank bytes do not fall with TP; data-parallel attention divides the sequences instead.");
+  else doc.notes.push_back("Under TP, KV heads are split across ranks and replicated when there are fewer KV heads than ranks.");
+  if (m.indexer) doc.notes.push_back("The DSA indexer cache is fp8 keys with one fp32 scale per 128 values, whatever the main cache dtype.");
+  return doc;
+}
+
+Document capacity_document(const ModelSpec& m, const HardwareSpec& hw, const CapacityStudy& st, const std::string& reserve_note) {
+  const CapacityRequest& req = st.request;
+  const CapacityResult& r = st.result;
+  const Parallelism& par = req.par;
+  Document doc;
+  doc.title = fmt::format("Capacity of {} on {} x {} ({})", m.name, par.ranks(), hw.name, layout_name(par));
+  const std::string wlabel = req.weights.linear == req.weights.dense
+                                 ? std::string(to_string(req.weights.linear))
+                                 : fmt::format("{} linear{}, {} other", to_string(req.weights.linear),
+                                               req.weights.quantize_attention ? "" : " (attention kept dense)", to_string(req.weights.dense));
+  doc.fields = {
+      {"model", "model", m.name, Unit::text},
+      {"gpu", "GPU", hw.name, Unit::text},
+      {"tp", "tensor parallel", par.tp, Unit::count},
+      {"dp", "data-parallel attention", par.dp, Unit::count},
+      {"ep", "expert parallel", par.ep, Unit::count},
+      {"ranks", "GPUs", par.ranks(), Unit::count},
+      {"weight_dtype", "weights", wlabel, Unit::text},
+      {"kv_dtype", "KV dtype", std::string(to_string(req.kv_dtype)), Unit::text},
+      {"mem_util", "memory utilisation", req.mem_util, Unit::fraction},
+      {"context_tokens", "context per sequence", req.context, Unit::count},
+      {"block_size", "page block (tokens)", req.block_size, Unit::count},
+      {"params_total", "parameters (incl. MTP)", r.params.total.value, Unit::params},
+      {"params_main", "parameters, main model", r.params.main.value, Unit::params},
+      {"params_mtp", "parameters, MTP modules", r.params.mtp.value, Unit::params},
+      {"params_active", "parameters active per token", r.params.active.value, Unit::params},
+      {"memory_bytes_per_rank", "memory per GPU", r.memory_per_rank.value, Unit::bytes},
+      {"usable_bytes_per_rank", "usable (x utilisation)", r.usable_per_rank.value, Unit::bytes},
+      {"weight_bytes_per_rank", "weights per GPU", r.weight_bytes_per_rank.value, Unit::bytes},
+      {"reserve_bytes_per_rank", "activation reserve per GPU", r.reserve_bytes_per_rank.value, Unit::bytes},
+      {"kv_pool_bytes_per_rank", "KV pool per GPU", r.kv_pool_bytes_per_rank.value, Unit::bytes},
+      {"kv_bytes_per_token_per_rank", "KV bytes per token per GPU", r.kv_bytes_per_token_per_rank.value, Unit::bytes},
+      {"max_tokens_per_rank", "tokens per GPU", r.max_tokens_per_rank, Unit::count},
+      {"max_tokens_cluster", "tokens in the deployment", r.max_tokens_cluster, Unit::count},
+      {"sequence_bytes_per_rank", "KV bytes per sequence per GPU", r.sequence_bytes_per_rank.value, Unit::bytes},
+      {"sequences_per_rank", "sequences per DP replica", r.sequences_per_rank, Unit::count},
+      {"max_sequences", "concurrent sequences", r.max_sequences, Unit::count},
+      {"fits", "fits", r.fits(), Unit::text},
+      {"reason", "reason", r.fits() ? std::string("-") : r.verdict.reason, Unit::text},
+  };
+
+  Table weights{"weights", "Weights by group",
+                {{"group", "group", Unit::text},
+                 {"params", "params", Unit::params},
+                 {"bytes", "bytes (all ranks' share)", Unit::bytes},
+                 {"bytes_per_rank", "bytes per GPU", Unit::bytes}},
+                {}};
+  for (const WeightGroupRow& g : st.weights)
+    weights.rows.push_back({std::string(to_string(g.group)), g.params.value, g.bytes.value, g.bytes_per_rank.value});
+  doc.tables.push_back(std::move(weights));
+
+  Table lay{"layouts", fmt::format("The same {} GPUs laid out differently", par.ranks()),
+            {{"layout", "layout", Unit::text},
+             {"weight_bytes_per_rank", "weights/GPU", Unit::bytes},
+             {"kv_pool_bytes_per_rank", "KV pool/GPU", Unit::bytes},
+             {"kv_bytes_per_token_per_rank", "KV/token/GPU", Unit::bytes},
+             {"max_tokens_per_rank", "tokens/GPU", Unit::count},
+             {"max_tokens_cluster", "tokens in total", Unit::count},
+             {"max_sequences", "sequences", Unit::count},
+             {"fits", "fits", Unit::text},
+             {"reason", "reason", Unit::text, true}},
+            {}};
+  for (const LayoutCapacity& l : st.layouts) {
+    const CapacityResult& x = l.result;
+    lay.rows.push_back({layout_name(l.par) + (l.requested ? " (requested)" : ""), x.weight_bytes_per_rank.value, x.kv_pool_bytes_per_rank.value,
+                        x.kv_bytes_per_token_per_rank.value, x.max_tokens_per_rank, x.max_tokens_cluster, x.max_sequences, x.fits(),
+                        x.fits() ? std::string("-") : x.verdict.reason});
+  }
+  doc.tables.push_back(std::move(lay));
+
+  doc.notes = m.notes;
+  doc.notes.push_back(reserve_note);
+  if (m.is_mla())
+    doc.notes.push_back("The MLA latent is replicated on every TP rank, so TP adds no KV capacity; data-parallel attention gives each GPU its own sequences.");
+  for (const LayoutCapacity& l : st.layouts)
+    if (!l.requested && !l.result.fits()) doc.notes.push_back(fmt::format("{}: {}.", layout_name(l.par), l.result.verdict.reason));
+  doc.notes.push_back(fmt::format("GPU numbers from {}; memory: {}", hw.source, hw.sources.count("memory_capacity") ? hw.sources.at("memory_capacity") : "?"));
+  return doc;
+}
+
+Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload& w, const CostStudy& st) {
+  const std::string scope = w.projections ? "layer" : "core";
+  Document doc;
+  doc.title = fmt::format("Attention cost of {} on {} ({} scope)", m.name, r.hw.name, scope);
+  doc.fields = {
+      {"model", "model", m.name, Unit::text},
+      {"attention", "attention", std::string(to_string(m.attention)), Unit::text},
+      {"layers", "layers", m.num_layers(), Unit::count},
+      {"workload", "workload", describe(w), Unit::text},
+      {"causal", "causal", w.causal, Unit::text},
+      {"kv_dtype", "KV dtype", std::string(to_string(w.kv)), Unit::text},
+      {"weight_dtype", "weights read as", std::string(to_string(w.weights)), Unit::text},
+      {"tp", "tensor parallel", w.par.tp, Unit::count},
+      {"dp", "data-parallel attention", w.par.dp, Unit::count},
+      {"scope", "scope", scope, Unit::text},
+  };
+  add_roofline_fields(doc, r);
+
+  Table summary{"path_summary", "Paths compared (whole model; per layer in the per-layer columns)",
+                {{"path", "path", Unit::text},
+                 {"flops", "FLOPs", Unit::flops},
+                 {"bytes", "bytes", Unit::bytes},
+                 {"intensity_flop_per_byte", "intensity", Unit::flop_per_byte},
+                 {"bound", "bound", Unit::text},
+                 {"workspace_bytes", "workspace", Unit::bytes},
+                 {"time_s_per_layer", "time/layer", Unit::seconds},
+                 {"time_s", "time", Unit::seconds}},
+                {}};
+  const double L = static_cast<double>(st.layers);
+  std::vector<Table> op_tables;
+  for (const PathResult& p : st.paths) {
+    const PathCost& c = p.cost;
+    const std::string key = "paths." + name(p.kind) + ".";
+    for (Field fld : std::initializer_list<Field>{{key + "flops", "", c.flops.value, Unit::flops},
+                                                  {key + "flops_per_layer", "", c.flops.value / L, Unit::flops},
+                                                  {key + "bytes", "", c.bytes.value, Unit::bytes},
+                                                  {key + "bytes_per_layer", "", c.bytes.value / L, Unit::bytes},
+                                                  {key + "time_s", "", c.time.value, Unit::seconds},
+                                                  {key + "time_s_per_layer", "", c.time.value / L, Unit::seconds},
+                                                  {key + "intensity_flop_per_byte", "", c.intensity(), Unit::flop_per_byte},
+                                                  {key + "intensity_flop_per_byte_per_layer", "", c.intensity(), Unit::flop_per_byte},
+                                                  {key + "bound", "", bound(c.compute_bound()), Unit::text},
+                                                  {key + "bound_per_layer", "", bound(c.compute_bound()), Unit::text},
+                                                  {key + "workspace_bytes", "", c.workspace_bytes.value, Unit::bytes}}) {
+      fld.json_only = true;
+      doc.fields.push_back(fld);
+    }
+    summary.rows.push_back({name(p.kind), c.flops.value, c.bytes.value, c.intensity(), bound(c.compute_bound()), c.workspace_bytes.value,
+                            c.time.value / L, c.time.value});
+    Table ops{key + "ops", fmt::format("{} path: ops per layer", name(p.kind)),
+              {{"op", "op", Unit::text},
+               {"kind", "kind", Unit::text},
+               {"layers", "layers", Unit::count},
+               {"flops", "FLOPs", Unit::flops},
+               {"bytes_read", "read", Unit::bytes},
+               {"bytes_written", "written", Unit::bytes},
+               {"workspace_bytes", "workspace", Unit::bytes},
+               {"intensity_flop_per_byte", "intensity", Unit::flop_per_byte},
+               {"bound", "bound", Unit::text},
+               {"time_s", "time", Unit::seconds}},
+              {}};
+    for (const OpRow& o : p.ops)
+      ops.rows.push_back({std::string(o.op.name()), std::string(to_string(o.op.kind())), o.layers, o.op.flops.value, o.op.bytes_read.value,
+                          o.op.bytes_written.value, o.op.workspace_bytes.value, o.time.intensity, bound(o.time.compute_bound), o.time.time.value});
+    op_tables.push_back(std::move(ops));
+  }
+  doc.tables.push_back(std::move(summary));
+  for (auto& t : op_tables) doc.tables.push_back(std::move(t));
+  const bool several = st.cheaper_by_time.has_value();
+  doc.fields.push_back({"cheaper_by_flops", "cheaper by FLOPs", several ? Value{name(*st.cheaper_by_flops)} : Value{}, Unit::text});
+  doc.fields.push_back({"flops_ratio", "  FLOPs of the other / cheaper", several ? Value{st.flops_ratio} : Value{}, Unit::ratio});
+  doc.fields.push_back({"cheaper_by_time", "cheaper by roofline time", several ? Value{name(*st.cheaper_by_time)} : Value{}, Unit::text});
+  doc.fields.push_back({"time_ratio", "  time of the slowest / fastest", several ? Value{st.time_ratio} : Value{}, Unit::ratio});
+
+  doc.notes = m.notes;
+  doc.notes.push_back(!w.projections ? "Attention core only (the seeds' per-layer figures); --scope layer adds the q/kv/o projections, the same for every path."
+                                     : "Layer scope: the q/kv/o projections are included and are the same for every path.");
+  doc.notes.push_back("Weights an op reads are read once per step; caches once per sequence. Times are per rank; FLOPs and bytes are per rank (heads / TP, batch / DP).");
+  if (m.is_mla()) doc.notes.push_back("The cheaper path is chosen among absorb, expand (and sparse); chunked is expand with its workspace bounded by --chunk.");
+  return doc;
+}
+
+Document crossover_document(const ModelSpec& m, const RooflineUsed& r, const CrossoverSweepSpec& spec, const CrossoverStudy& st) {
+  Document doc;
+  doc.title = fmt::format("Expand/absorb crossover of {} on {}", m.name, r.hw.name);
+  doc.fields = {{"model", "model", m.name, Unit::text}, {"batch", "sequences per step", spec.batch, Unit::count},
+                {"causal", "causal", spec.base.causal, Unit::text}};
+  add_roofline_fields(doc, r);
+  doc.fields.push_back({"asymptotic_flop_crossover_query", "FLOP-only Q* as P grows", finite_or_null(st.asymptotic_flop_crossover_query), Unit::decimal});
+  doc.fields.push_back({"max_query", "penalties searched over Q = 1 ..", spec.max_query, Unit::count});
+
+  const auto& engines = engine_policies();
+  Table rows{"rows", "Q*: expand is cheaper for query blocks longer than this",
+             {{"prefix", "prefix P", Unit::count},
+              {"tp", "TP", Unit::count},
+              {"kv_dtype", "KV", Unit::text},
+              {"flop_crossover_query", "Q* FLOPs", Unit::decimal},
+              {"roofline_crossover_query", "Q* roofline", Unit::decimal}},
+             {}};
+  for (const auto& e : engines) {
+    rows.columns.push_back({std::string(e.key) + "_expands_from_query", "", Unit::count, true});
+    rows.columns.push_back({std::string(e.key) + "_worst_penalty", std::string(e.key) + " worst", Unit::fraction});
+    rows.columns.push_back({std::string(e.key) + "_worst_penalty_query", "at Q", Unit::count});
+  }
+  for (const CrossoverRow& c : st.rows) {
+    std::vector<Value> row{static_cast<std::int64_t>(c.prefix), c.tp, std::string(to_string(c.kv)), finite_or_null(c.flop_crossover_query),
+                           finite_or_null(c.roofline_crossover_query)};
+    for (const EngineOutcome& o : c.engines) {
+      row.push_back(positive_or_null(o.expands_from_query));
+      row.push_back(o.worst_penalty);
+      row.push_back(positive_or_null(o.worst_penalty_query));
+    }
+    rows.rows.push_back(std::move(row));
+  }
+  doc.tables.push_back(std::move(rows));
+
+  Table rules{"engines", "Engine policies as modelled (penalty: worst slowdown of the engine's choice over the faster path)",
+              {{"engine", "engine", Unit::text}, {"name", "name", Unit::text}, {"rule", "rule", Unit::text}},
+              {}};
+  for (const auto& e : engines) rules.rows.push_back({std::string(e.key), std::string(e.name), std::string(e.rule)});
+  doc.tables.push_back(std::move(rules));
+
+  doc.notes = m.notes;
+  doc.notes.push_back("FLOP-only Q* is closed form and the same at every TP; the roofline Q* solves T_expand(Q) = T_absorb(Q) by bracketed regula falsi to 1e-10 relative (attention core, per rank).");
+  doc.notes.push_back("Q* = 0: expanding is no slower even for one query token (no prefix to expand); an empty Q*: absorb stays cheaper.");
+  return doc;
+}
+
+}  // namespace mlaplan

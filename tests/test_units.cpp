@@ -1,0 +1,99 @@
+// Unit types, dtype sizes defined once, and op ids: the type system keeps units apart and the
+// definitions agree with each other.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <set>
+#include <type_traits>
+
+#include "helpers.hpp"
+#include "mlaplan/core/dtype.hpp"
+#include "mlaplan/core/params.hpp"
+#include "mlaplan/core/paths.hpp"
+#include "mlaplan/core/units.hpp"
+
+using namespace mlaplan;
+
+// Quantities of different units do not add, compare or convert implicitly.
+static_assert(!std::is_invocable_v<std::plus<>, Flops, BytesF>);
+static_assert(!std::is_invocable_v<std::plus<>, Seconds, double>);
+static_assert(!std::is_convertible_v<Flops, double>);
+static_assert(!std::is_convertible_v<double, Seconds>);
+static_assert(!std::is_invocable_v<std::less<>, Bytes, BytesF>);
+static_assert(std::is_same_v<decltype(Flops{1} / FlopsPerSecond{1}), Seconds>);
+static_assert(std::is_same_v<decltype(BytesF{1} / BytesPerSecond{1}), Seconds>);
+static_assert(std::is_same_v<decltype(Flops{1} / BytesF{1}), double>);
+static_assert(std::is_same_v<decltype(Flops{1} / Seconds{1}), FlopsPerSecond>);
+
+TEST_CASE("Units combine only as physics allows", "[units]") {
+  CHECK(Flops{2e12} / FlopsPerSecond{1e12} == Seconds{2});
+  CHECK(BytesF{3e9} / BytesPerSecond{1.5e9} == Seconds{2});
+  CHECK(Flops{1000} / BytesF{4} == 250);
+  CHECK(FlopsPerSecond{989e12} / BytesPerSecond{4.8e12} == Approx(206.04).epsilon(1e-4));
+  CHECK(to_real(Bytes{70272}) == BytesF{70272});
+  CHECK(Seconds{1} + Seconds{2} == Seconds{3});
+}
+
+TEST_CASE("Weight dtype sizes: one definition, exact per matrix, amortised per element", "[units][dtype]") {
+  // fp8 with 128x128 fp32 block scales (DeepSeek-V3's q_a_proj: 1536 x 7168).
+  CHECK(weight_matrix_bytes(1536, 7168, weight_format(WeightDtype::fp8)) == Bytes{1536LL * 7168 + 12 * 56 * 4});
+  // mxfp4: half a byte per value and one e8m0 byte per 32 input values of each row.
+  CHECK(weight_matrix_bytes(1536, 7168, weight_format(WeightDtype::mxfp4)) == Bytes{1536LL * 7168 / 2 + 1536LL * 224});
+  CHECK(weight_matrix_bytes(3, 5, weight_format(WeightDtype::mxfp4)) == Bytes{8 + 3});  // ⌈15/2⌉ values, one scale per row
+  CHECK(weight_matrix_bytes(100, 7, weight_format(WeightDtype::bf16)) == Bytes{1400});
+  CHECK(bytes_per_element(WeightDtype::fp8) == 1 + 4.0 / 16384);
+  CHECK(bytes_per_element(WeightDtype::mxfp4) == 0.53125);
+  CHECK(bytes_per_element(WeightDtype::bf16) == 2);
+  CHECK(bytes_per_element(WeightDtype::fp32) == 4);
+  CHECK(bytes_per_element(DType::fp8) == 1);
+  CHECK(bytes_per_element(DType::fp4) == 0.5);
+  // The exact size of a large matrix approaches the amortised one: the two come from one format.
+  for (WeightDtype d : all_weight_dtypes()) {
+    INFO(to_string(d));
+    const double exact = static_cast<double>(weight_matrix_bytes(128 * 64, 128 * 64, weight_format(d)).value);
+    CHECK(exact / (128.0 * 64 * 128 * 64) == Approx(bytes_per_element(d)).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("Op ids: unique stable names, a kind each, and every op the engine emits has one", "[units][ops]") {
+  std::set<std::string_view> names;
+  for (int i = 0; i < kOpIdCount; ++i) {
+    const OpId id = static_cast<OpId>(i);
+    CHECK(to_string(id) != "?");
+    CHECK(names.insert(to_string(id)).second);
+    CHECK(to_string(kind_of(id)) != "?");
+  }
+  CHECK(to_string(OpId::latent_attention_mqa) == "latent_attention_mqa");  // the JSON contract
+  CHECK(to_string(OpId::attention_mha) == "attention_mha");
+  for (const ModelSpec& m : test::all_models()) {
+    Workload w;
+    w.groups = {SequenceGroup{2, 3, 500}};
+    w.projections = true;
+    w.kv_splits = 4;
+    for (PathKind k : paths_for(m)) {
+      const PathPlan p = k == PathKind::standard ? standard_path(m, w) : mla_path(m, w, k);
+      for (const Op& op : p) {
+        INFO(m.name << " " << to_string(k));
+        CHECK(static_cast<int>(op.id) < kOpIdCount);
+        CHECK(p.find(op.id) != nullptr);
+      }
+    }
+  }
+}
+
+TEST_CASE("Split-KV decode writes fp32 partials that a merge op reads", "[units][ops]") {
+  const ModelSpec m = test::model("deepseek-v3");
+  Workload w;
+  w.groups = {SequenceGroup{4, 1, 8191}};
+  const PathPlan one = mla_path(m, w, PathKind::absorb);
+  CHECK(one.find(OpId::split_kv_merge) == nullptr);
+  w.kv_splits = 8;
+  const PathPlan eight = mla_path(m, w, PathKind::absorb);
+  const Op* merge = eight.find(OpId::split_kv_merge);
+  REQUIRE(merge != nullptr);
+  const double rows = 4.0 * 128;  // tokens × heads
+  CHECK(eight.find(OpId::latent_attention_mqa)->bytes_written == BytesF{8 * rows * (512 * 4 + 4)});
+  CHECK(merge->bytes_read == BytesF{8 * rows * (512 * 4 + 4)});
+  CHECK(merge->bytes_written == BytesF{rows * 512 * 2});
+  CHECK(eight.find(OpId::latent_attention_mqa)->flops == one.find(OpId::latent_attention_mqa)->flops);
+}

@@ -1,0 +1,106 @@
+#include "fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace mlaplan::validate {
+
+double log_error_sq(Seconds predicted, Seconds measured) {
+  const double e = std::log(predicted / measured);
+  return e * e;
+}
+
+std::vector<double> grid_fit(const std::vector<std::vector<double>>& axes, const std::function<double(const std::vector<double>&)>& loss) {
+  std::vector<std::size_t> at(axes.size(), 0);
+  std::vector<double> params(axes.size()), best;
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i].empty()) return {};
+    params[i] = axes[i][0];
+  }
+  double best_loss = INFINITY;
+  while (true) {
+    const double l = loss(params);
+    if (l < best_loss) best_loss = l, best = params;
+    // The next combination, the last axis fastest; done when the first axis wraps.
+    std::size_t i = axes.size();
+    while (true) {
+      if (i == 0) return best;
+      --i;
+      if (++at[i] < axes[i].size()) {
+        params[i] = axes[i][at[i]];
+        break;
+      }
+      at[i] = 0;
+      params[i] = axes[i][0];
+    }
+  }
+}
+
+std::vector<double> geometric_axis(double lo, double hi, int steps) {
+  std::vector<double> v;
+  for (int i = 0; i <= steps; ++i) v.push_back(lo * std::pow(hi / lo, static_cast<double>(i) / steps));
+  return v;
+}
+
+Seconds predict(const KernelFit& f, Flops flops, BytesF bytes, double calls, const Roofline& rf) {
+  return std::max(flops / (rf.peak * f.eta_compute), bytes / (rf.bandwidth * f.eta_memory)) + f.t0 + f.t_call * calls;
+}
+
+std::vector<KernelFit> fit_kernels(const std::vector<Sample>& train, const Roofline& rf) {
+  // One fit per kernel (op id): the latent MQA and the per-head MHA are both attention but are
+  // different kernels with different efficiencies.
+  std::map<OpId, std::vector<const Sample*>> by_op;
+  for (const Sample& s : train)
+    if (s.op) by_op[*s.op].push_back(&s);
+  const std::vector<double> etas_c = geometric_axis(0.01, 2, 40);
+  const std::vector<double> etas_m = geometric_axis(0.01, 16, 48);  // caches beat DRAM on a CPU
+  // A fixed cost beyond 20 µs would be no kernel launch, only a fit bending to few points.
+  const std::vector<double> t0s{0, 0.5e-6, 1e-6, 2e-6, 5e-6, 10e-6, 20e-6};
+  std::vector<KernelFit> fits;
+  for (const auto& entry : by_op) {
+    const OpId id = entry.first;
+    const std::vector<const Sample*>& samples = entry.second;  // a named reference: lambdas capture it (clang 14 cannot capture bindings)
+    const bool has_calls = std::any_of(samples.begin(), samples.end(), [](const Sample* x) { return x->calls > 0; });
+    std::vector<double> t_calls{0};
+    if (has_calls)
+      for (double t : geometric_axis(2e-8, 2e-5, 24)) t_calls.push_back(t);  // 20 ns .. 20 µs per call
+    auto model = [&](const std::vector<double>& p) {
+      return KernelFit{.op = id, .eta_compute = p[0], .eta_memory = p[1], .t0 = Seconds{p[2]}, .t_call = Seconds{p[3]},
+                       .train_points = static_cast<int>(samples.size())};
+    };
+    const std::vector<double> best = grid_fit({etas_c, etas_m, t0s, t_calls}, [&](const std::vector<double>& p) {
+      const KernelFit f = model(p);
+      double loss = 0;
+      for (const Sample* x : samples) loss += log_error_sq(predict(f, x->flops, x->bytes, x->calls, rf), x->measured);
+      return loss;
+    });
+    fits.push_back(model(best));
+  }
+  return fits;
+}
+
+const KernelFit* fit_for(const std::vector<KernelFit>& fits, OpId op) {
+  for (const KernelFit& f : fits)
+    if (f.op == op) return &f;
+  return nullptr;
+}
+
+Seconds predict_op(const Op& op, double calls, const std::vector<KernelFit>& fits, const Roofline& rf) {
+  const KernelFit* f = fit_for(fits, op.id);
+  return f ? predict(*f, op.flops, op.bytes(), calls, rf) : op_time(op, rf).time;
+}
+
+ErrorStats ape_stats(std::vector<double> e) {
+  ErrorStats s;
+  s.n = e.size();
+  if (e.empty()) return s;
+  std::sort(e.begin(), e.end());
+  s.median = e[e.size() / 2];
+  s.p90 = e[std::min(e.size() - 1, static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(e.size())) - 1))];
+  return s;
+}
+
+double ape(Seconds predicted, Seconds measured) { return std::fabs((predicted - measured) / measured); }
+
+}  // namespace mlaplan::validate

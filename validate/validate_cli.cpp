@@ -1,0 +1,105 @@
+#include "validate_cli.hpp"
+
+#include <cstdint>
+#include <stdexcept>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "against.hpp"
+#include "cpu_backend.hpp"
+#include "mlaplan/io/error.hpp"
+#include "mlaplan/io/folder.hpp"
+#include "mlaplan/io/registry.hpp"
+#include "results.hpp"
+#ifdef MLAPLAN_HAVE_CUDA
+#include "cuda/cuda_backend.hpp"
+#endif
+
+namespace mlaplan::validate {
+
+namespace {
+
+struct Flags {
+  std::string backend = "cpu";
+  bool quick = false;
+  std::uint64_t seed = 0;
+  std::string out = "validate-results";
+  std::string against;
+  std::string gpu = "h800";
+  double max_error = -1;  // < 0: no bound
+};
+
+int run(const Flags& f, std::ostream& out, std::ostream& err, bool tty) {
+  if (!f.against.empty()) {
+    const AgainstRun r = validate_against(f.against, load_gpu(f.gpu));
+    write_folder(f.out, r.files);
+    out << r.summary << fmt::format("wrote {}/: report.md, against.csv, errors.csv, fit.json, against.svg\n", f.out);
+    return 0;
+  }
+  if (f.backend != "cpu" && f.backend != "cuda") fail_flag("--backend", f.backend, "expected cpu or cuda");
+  if (f.max_error >= 0 && !(f.max_error < 1e6)) fail_flag("--max-error", fmt::format("{}", f.max_error), "expected a fraction");
+  auto progress = [&](const std::string& what) {
+    if (tty) err << fmt::format("\r{:<78.78}", what) << std::flush;
+  };
+  MeasuredRun measured;
+  if (f.backend == "cuda") {
+#ifdef MLAPLAN_HAVE_CUDA
+    try {
+      measured = measure_cuda(CudaOptions{f.quick, f.seed}, progress);
+    } catch (const std::runtime_error& e) {
+      fail("--backend cuda", e.what());  // no device, no driver, or a failing CUDA call
+    }
+#else
+    fail_flag("--backend", f.backend, "this build has no CUDA backend (nvcc was not found when it was configured)");
+#endif
+  } else {
+    measured = measure_cpu(CpuOptions{f.quick, f.seed}, progress);
+  }
+  if (tty) err << fmt::format("\r{:78}\r", "") << std::flush;
+  const ValidationRun r = finish_validation(std::move(measured));
+  write_folder(f.out, r.files);
+  out << r.summary << fmt::format("wrote {}/\n", f.out) << std::flush;
+  if (!r.checks_passed) {
+    err << fmt::format("mlaplan validate: a kernel disagrees with its float64 reference (see {}/report.md)\n", f.out);
+    return 1;
+  }
+  if (f.max_error >= 0 && r.held_out_median_ape > f.max_error) {
+    err << fmt::format("mlaplan validate: held-out median error {:.1f}% exceeds --max-error {:.1f}%\n", 100 * r.held_out_median_ape,
+                       100 * f.max_error);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_validate_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, bool err_is_terminal) {
+  CLI::App app{"mlaplan validate: time the microkernels, predict them, and report the measured prediction error", "mlaplan validate"};
+  Flags f;
+  app.add_option("--backend", f.backend, "cpu | cuda")->capture_default_str();
+  app.add_flag("--quick", f.quick, "a small grid (CI)");
+  app.add_option("--seed", f.seed, "random seed for the inputs (default: fresh; the run reports the one it used)");
+  app.add_option("--out,-o", f.out, "folder to write (replaced atomically)")->capture_default_str();
+  app.add_option("--against", f.against, "a folder of published timings to predict (validate/published/h800)");
+  app.add_option("--gpu,-g", f.gpu, "the GPU those timings came from (with --against)")->capture_default_str();
+  app.add_option("--max-error", f.max_error, "exit 1 when the held-out median error exceeds this fraction");
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+    return run(f, out, err, err_is_terminal);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::ParseError& e) {
+    err << "mlaplan validate: " << e.what() << "\n";
+    return 2;
+  } catch (const InputError& e) {
+    err << "mlaplan validate: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    err << "mlaplan validate: internal error: " << e.what() << "\n";
+    return 3;
+  }
+}
+
+}  // namespace mlaplan::validate
