@@ -126,6 +126,13 @@ TEST_CASE("The grid fit returns the grid point that minimises the loss, first on
   });
   CHECK(best == std::vector<double>{2, 30});
   CHECK(grid_fit({{1, 2}, {5, 6}}, [](const std::vector<double>&) { return 0.0; }) == std::vector<double>{1, 5});
+  // Refinement searches between the best point's neighbours: an optimum between grid points is found
+  // closer than the coarse step (0.96 lies between 0.90 and 1.03 on this axis, 14% apart).
+  const std::vector<double> coarse = geometric_axis(0.01, 2, 40);
+  auto off_grid = [](const std::vector<double>& p) { return std::log(p[0] / 0.96) * std::log(p[0] / 0.96); };
+  CHECK(std::fabs(grid_fit({coarse}, off_grid)[0] / 0.96 - 1) > 0.05);
+  CHECK(grid_fit({coarse}, off_grid, 2)[0] == Approx(0.96).epsilon(0.005));
+  CHECK(grid_fit({{0, 1e-6, 2e-6}}, [](const std::vector<double>& p) { return std::fabs(p[0] - 0.3e-6); }, 1)[0] == Approx(0.25e-6));
   const std::vector<double> axis = geometric_axis(0.01, 16, 48);
   CHECK(axis.size() == 49);
   CHECK(axis.front() == 0.01);

@@ -92,12 +92,15 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<Row>& rows, const 
   auto model = [&](const std::vector<double>& p) {
     return GpuKernelFit{.kernel = kernel, .t_fixed_s = p[0], .eta_compute = p[1], .eta_memory = p[2], .train_rows = static_cast<int>(train.size())};
   };
-  return model(grid_fit({t0s, etas, etas}, [&](const std::vector<double>& p) {
-    const GpuKernelFit f = model(p);
-    double loss = 0;
-    for (const Row* r : train) loss += log_error_sq(Seconds{model_time(*r, f, gpu)}, Seconds{r->measured_s});
-    return loss;
-  }));
+  return model(grid_fit(
+      {t0s, etas, etas},
+      [&](const std::vector<double>& p) {
+        const GpuKernelFit f = model(p);
+        double loss = 0;
+        for (const Row* r : train) loss += log_error_sq(Seconds{model_time(*r, f, gpu)}, Seconds{r->measured_s});
+        return loss;
+      },
+      2));
 }
 
 // The op of the absorbed (decode) or expanded (prefill) path a published row timed.

@@ -11,11 +11,15 @@ double log_error_sq(Seconds predicted, Seconds measured) {
   return e * e;
 }
 
-std::vector<double> grid_fit(const std::vector<std::vector<double>>& axes, const std::function<double(const std::vector<double>&)>& loss) {
+namespace {
+
+// The minimising combination of one grid and its loss.
+std::pair<std::vector<double>, double> search(const std::vector<std::vector<double>>& axes,
+                                              const std::function<double(const std::vector<double>&)>& loss) {
   std::vector<std::size_t> at(axes.size(), 0);
   std::vector<double> params(axes.size()), best;
   for (std::size_t i = 0; i < axes.size(); ++i) {
-    if (axes[i].empty()) return {};
+    if (axes[i].empty()) return {{}, INFINITY};
     params[i] = axes[i][0];
   }
   double best_loss = INFINITY;
@@ -25,7 +29,7 @@ std::vector<double> grid_fit(const std::vector<std::vector<double>>& axes, const
     // The next combination, the last axis fastest; done when the first axis wraps.
     std::size_t i = axes.size();
     while (true) {
-      if (i == 0) return best;
+      if (i == 0) return {best, best_loss};
       --i;
       if (++at[i] < axes[i].size()) {
         params[i] = axes[i][at[i]];
@@ -35,6 +39,36 @@ std::vector<double> grid_fit(const std::vector<std::vector<double>>& axes, const
       params[i] = axes[i][0];
     }
   }
+}
+
+// 9 values between the neighbours of `value` on `axis` (the value itself among them).
+std::vector<double> finer(const std::vector<double>& axis, double value) {
+  if (axis.size() < 2) return axis;
+  const std::size_t k = static_cast<std::size_t>(std::lower_bound(axis.begin(), axis.end(), value) - axis.begin());
+  const double lo = axis[k == 0 ? 0 : k - 1], hi = axis[std::min(k + 1, axis.size() - 1)];
+  std::vector<double> v;
+  for (int i = 0; i <= 8; ++i) {
+    const double t = i / 8.0;
+    v.push_back(lo > 0 ? lo * std::pow(hi / lo, t) : lo + (hi - lo) * t);
+  }
+  v.push_back(value);
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+}  // namespace
+
+std::vector<double> grid_fit(const std::vector<std::vector<double>>& axes, const std::function<double(const std::vector<double>&)>& loss,
+                             int refine) {
+  auto [best, best_loss] = search(axes, loss);
+  std::vector<std::vector<double>> grid = axes;
+  for (int round = 0; round < refine && !best.empty(); ++round) {
+    for (std::size_t i = 0; i < grid.size(); ++i) grid[i] = finer(grid[i], best[i]);
+    auto [b, l] = search(grid, loss);
+    if (l < best_loss) best = b, best_loss = l;
+  }
+  return best;
 }
 
 std::vector<double> geometric_axis(double lo, double hi, int steps) {
@@ -69,12 +103,15 @@ std::vector<KernelFit> fit_kernels(const std::vector<Sample>& train, const Roofl
       return KernelFit{.op = id, .eta_compute = p[0], .eta_memory = p[1], .t0 = Seconds{p[2]}, .t_call = Seconds{p[3]},
                        .train_points = static_cast<int>(samples.size())};
     };
-    const std::vector<double> best = grid_fit({etas_c, etas_m, t0s, t_calls}, [&](const std::vector<double>& p) {
-      const KernelFit f = model(p);
-      double loss = 0;
-      for (const Sample* x : samples) loss += log_error_sq(predict(f, x->flops, x->bytes, x->calls, rf), x->measured);
-      return loss;
-    });
+    const std::vector<double> best = grid_fit(
+        {etas_c, etas_m, t0s, t_calls},
+        [&](const std::vector<double>& p) {
+          const KernelFit f = model(p);
+          double loss = 0;
+          for (const Sample* x : samples) loss += log_error_sq(predict(f, x->flops, x->bytes, x->calls, rf), x->measured);
+          return loss;
+        },
+        2);
     fits.push_back(model(best));
   }
   return fits;

@@ -13,9 +13,13 @@ namespace mlaplan::validate {
 // ratio, so a 2x miss costs the same at 1 µs and at 1 s).
 double log_error_sq(Seconds predicted, Seconds measured);
 
-// Grid search: axes[i] lists the values tried for parameter i; `loss` is evaluated at every
-// combination (params has axes.size() values) and the minimising combination is returned.
-std::vector<double> grid_fit(const std::vector<std::vector<double>>& axes, const std::function<double(const std::vector<double>&)>& loss);
+// Grid search: axes[i] lists the values tried for parameter i (ascending); `loss` is evaluated at
+// every combination (params has axes.size() values) and the minimising combination is returned (the
+// first one on ties). Then `refine` rounds search a finer grid of 9 values per axis between the best
+// value's neighbours (geometric where both are positive, linear otherwise), so a parameter is not
+// quantised to the coarse grid's steps.
+std::vector<double> grid_fit(const std::vector<std::vector<double>>& axes, const std::function<double(const std::vector<double>&)>& loss,
+                             int refine = 0);
 
 // A values from `lo` to `hi` in `steps` equal ratios (lo, …, hi: steps + 1 values).
 std::vector<double> geometric_axis(double lo, double hi, int steps);
