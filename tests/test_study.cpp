@@ -114,7 +114,12 @@ TEST_CASE("A report whose roofline TP does not divide a model's heads says so in
 TEST_CASE("Engine thresholds live in one place and drive both the rule and its description", "[study][engines]") {
   for (const EnginePolicy& e : engine_policies()) {
     INFO(e.key);
-    CHECK(e.rule.find(std::to_string(static_cast<long long>(e.threshold))) != std::string_view::npos);
+    // The text is built from the threshold: a different threshold gives a different rule.
+    EnginePolicy other = e;
+    other.threshold = 77;
+    CHECK(describe(other).find("77") != std::string::npos);
+    CHECK(describe(other).find(std::to_string(static_cast<long long>(e.threshold))) == std::string::npos);
+    CHECK(describe(e).find(std::to_string(static_cast<long long>(e.threshold))) != std::string::npos);
     CHECK(e.choose(1, 100, e.threshold) == PathKind::absorb);  // decode absorbs in every engine
   }
   const auto& p = engine_policies();

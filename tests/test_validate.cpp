@@ -202,7 +202,7 @@ TEST_CASE("Validation outputs reproduce byte for byte and carry no date", "[vali
   CHECK(back.peak_flops(DType::fp32) == FlopsPerSecond{100e9});
 }
 
-TEST_CASE("A failed float64 check stops the run before anything is timed or fitted", "[validate]") {
+TEST_CASE("A run whose float64 check failed reports the failures and no timing or fit", "[validate]") {
   MeasuredRun mr = synthetic_run(7);
   mr.checks.push_back(KernelCheck{.kernel = "broken", .max_rel_error = 0.5, .bound = 1e-2, .poisoned_left = false});
   const ValidationRun r = finish_validation(std::move(mr));
@@ -227,6 +227,12 @@ TEST_CASE("Hardware specs round-trip through their JSON form", "[validate][io]")
     CHECK(back.sources == h.sources);
     CHECK(back.unconfirmed.size() == h.unconfirmed.size());
   }
+  HardwareSpec fitted = load_gpu("h100");
+  fitted.efficiency = Efficiency{0.62, 0.74, "fitted on published timings"};
+  const HardwareSpec back = parse_hardware(hardware_to_json(fitted), "round trip");
+  CHECK(back.efficiency.compute == 0.62);
+  CHECK(back.efficiency.memory == 0.74);
+  CHECK(back.efficiency.source == "fitted on published timings");
 }
 
 TEST_CASE("Every CPU kernel agrees with its float64 reference", "[validate]") {

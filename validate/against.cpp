@@ -154,11 +154,11 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu) {
   std::vector<GpuKernelFit> fits{fit("absorbed_decode", rows, gpu), fit("expanded_prefill", rows, gpu)};
   for (Row& r : rows) r.fit_s = model_time(r, r.kernel == fits[0].kernel ? fits[0] : fits[1], gpu);
 
-  Table t{"against", "Published H800 timings, predicted",
-          {{"kernel", "kernel", Unit::text}, {"batch", "batch", Unit::count}, {"kv_len", "kv/seq len", Unit::count},
+  Table t{.name = "against", .title = "Published H800 timings, predicted",
+          .columns = {{"kernel", "kernel", Unit::text}, {"batch", "batch", Unit::count}, {"kv_len", "kv/seq len", Unit::count},
            {"measured_s", "measured", Unit::seconds}, {"predicted_sol_s", "SOL", Unit::seconds}, {"predicted_fit_s", "fitted", Unit::seconds},
            {"sol_ape", "SOL error", Unit::fraction}, {"fit_ape", "fitted error", Unit::fraction}, {"split", "split", Unit::text}},
-          {}};
+          .rows = {}};
   std::map<std::string, std::vector<double>> e_sol, e_fit;
   for (const Row& r : rows) {
     const double es = std::fabs(r.sol_s - r.measured_s) / r.measured_s, ef = std::fabs(r.fit_s - r.measured_s) / r.measured_s;
@@ -166,18 +166,18 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu) {
                       std::string(r.train ? "train" : "test")});
     if (!r.train) e_sol[r.kernel].push_back(es), e_fit[r.kernel].push_back(ef);
   }
-  Table err{"errors", "Held-out error (odd rows)",
-            {{"kernel", "kernel", Unit::text}, {"points", "points", Unit::count}, {"sol_median_ape", "SOL median", Unit::fraction},
+  Table err{.name = "errors", .title = "Held-out error (odd rows)",
+            .columns = {{"kernel", "kernel", Unit::text}, {"points", "points", Unit::count}, {"sol_median_ape", "SOL median", Unit::fraction},
              {"sol_p90_ape", "SOL p90", Unit::fraction}, {"fit_median_ape", "fitted median", Unit::fraction}, {"fit_p90_ape", "fitted p90", Unit::fraction}},
-            {}};
+            .rows = {}};
   for (const auto& [k, e] : e_fit) {
     const ErrorStats f = ape_stats(e), s = ape_stats(e_sol[k]);
     err.rows.push_back({k, static_cast<std::int64_t>(f.n), s.median, s.p90, f.median, f.p90});
   }
-  Table ft{"fit", "Fitted efficiency model (even rows)",
-           {{"kernel", "kernel", Unit::text}, {"t_fixed_s", "fixed cost", Unit::seconds}, {"eta_compute", "η compute", Unit::fraction},
+  Table ft{.name = "fit", .title = "Fitted efficiency model (even rows)",
+           .columns = {{"kernel", "kernel", Unit::text}, {"t_fixed_s", "fixed cost", Unit::seconds}, {"eta_compute", "η compute", Unit::fraction},
             {"eta_memory", "η memory", Unit::fraction}, {"train_rows", "rows", Unit::count}},
-           {}};
+           .rows = {}};
   for (const auto& f : fits) ft.rows.push_back({f.kernel, f.t_fixed_s, f.eta_compute, f.eta_memory, std::int64_t{f.train_rows}});
 
   std::vector<svg::Series> series;

@@ -159,7 +159,7 @@ MeasuredRun measure_cpu(const CpuOptions& opt, const std::function<void(const st
   const std::vector<int> cross_prefixes = opt.quick ? std::vector<int>{1024} : std::vector<int>{1024, 4096};
   const std::vector<int> cross_queries = opt.quick ? std::vector<int>{32, 64, 128, 256, 512} : std::vector<int>{16, 32, 64, 128, 192, 256, 384, 512};
   for (int p : cross_prefixes) {
-    CrossoverSweep sw{16, 1, p, {}};
+    CrossoverSweep sw{.heads = 16, .batch = 1, .prefix = p, .points = {}};
     for (int q : cross_queries) {
       const MlaShape s{.heads = 16, .batch = 1, .query = q, .prefix = p, .chunk = 1024};
       progress(fmt::format("crossover: prefix {}, Q {}", p, q));

@@ -57,8 +57,9 @@ struct PathKernels {
   std::function<void()> whole;
 };
 
-// The inner calls a backend's kernel for `op` of `path` makes at a shape (0 where it launches once).
-// The path matters: the RoPE broadcast runs once on the expand path and once per chunk on chunked.
+// The inner calls (dispatches) a backend's kernel for `op` of `path` makes at a shape, as that backend
+// counts them: the fit's per-call cost t_call is per call so counted. The path matters: the RoPE
+// broadcast runs once on the expand path and once per chunk on chunked.
 using CallCount = std::function<double(PathKind path, OpId op, const MlaShape& s)>;
 
 // Times every op of each path's plan at `w` with the backend's kernel for that op id, then the path
@@ -112,6 +113,9 @@ struct MeasuredRun {
   std::vector<CrossoverSweep> sweeps;
   std::vector<std::string> extra_summary;
   CallCount calls;             // the backend's dispatch count (null: none)
+  // The split-KV partitions the backend's absorbed decode uses at a shape (null: one), so that a
+  // prediction costs the split path that was timed.
+  std::function<std::int64_t(const MlaShape&)> kv_splits;
   std::string hardware_file;   // "calibrated-cpu.json"
   HardwareSpec hardware;       // the calibrated machine as a hardware spec (written through io)
 };

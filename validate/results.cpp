@@ -15,10 +15,10 @@
 
 namespace mlaplan::validate {
 
-std::string csv_of(const Table& t) { return render(Document{"", {}, {t}, {}}, Format::csv); }
+std::string csv_of(const Table& t) { return render(t, Format::csv); }
 
 std::string md_section(const Table& t) {
-  const std::string table = render(Document{"", {}, {t}, {}}, Format::md);
+  const std::string table = render(t, Format::md);
   return "## " + t.title + "\n\n" + table.substr(table.find("\n|") + 1) + "\n";
 }
 
@@ -39,18 +39,20 @@ svg::LinePlot prediction_plot(const std::string& title, std::vector<svg::Series>
 namespace {
 
 Table checks_table(const std::vector<KernelCheck>& checks) {
-  Table t{"checks", "Kernels against float64 references (poisoned outputs, fresh random inputs)",
-          {{"kernel", "kernel", Unit::text}, {"max_rel_error", "max rel. error", Unit::none}, {"bound", "bound", Unit::none},
+  Table t{.name = "checks", .title = "Kernels against float64 references (poisoned outputs, fresh random inputs)",
+          .columns = {{"kernel", "kernel", Unit::text}, {"max_rel_error", "max rel. error", Unit::none}, {"bound", "bound", Unit::none},
            {"unwritten_outputs", "unwritten outputs", Unit::text}, {"ok", "ok", Unit::text}},
-          {}};
+          .rows = {}};
   for (const KernelCheck& c : checks) t.rows.push_back({c.kernel, c.max_rel_error, c.bound, c.poisoned_left, c.ok()});
   return t;
 }
 
-std::string header(const MeasuredRun& mr) {
-  return fmt::format("# {}\n\n{} run (`{}{} --seed {}`).\n\nMachine: {}.\n\n", mr.title, mr.quick ? "Quick" : "Full", mr.command,
-                     mr.quick ? " --quick" : "", mr.seed, mr.machine);
+// "Quick run (`mlaplan validate --backend cpu --quick --seed 42`)." — the seed replays the inputs.
+std::string run_line(const MeasuredRun& mr) {
+  return fmt::format("{} run (`{}{} --seed {}`).", mr.quick ? "Quick" : "Full", mr.command, mr.quick ? " --quick" : "", mr.seed);
 }
+
+std::string header(const MeasuredRun& mr) { return fmt::format("# {}\n\n{}\n\nMachine: {}.\n\n", mr.title, run_line(mr), mr.machine); }
 
 }  // namespace
 
@@ -76,7 +78,7 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
     std::string md = header(mr) + "## Summary\n\n- Kernels against float64 references: **FAILURES**; nothing was timed.\n\n";
     md += md_section(check_t);
     run.files = {{"report.md", md}, {"checks.csv", csv_of(check_t)}};
-    run.summary = md.substr(md.find("## Summary"));
+    run.summary = run_line(mr) + "\n\n" + md.substr(md.find("## Summary"));
     return run;
   }
   const Roofline& rf = mr.rf;
@@ -87,11 +89,17 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
   for (const Sample& s : samples)
     if (s.train) train.push_back(s);
   const std::vector<KernelFit> fits = fit_kernels(train, rf);
+  // An op timed only in the held-out half has no fit: it is predicted at speed of light, and said so.
+  std::vector<std::string> notes;
+  std::map<std::string, int> unfitted_ops;
   for (Sample& s : samples)
     if (s.op) {
       const KernelFit* f = fit_for(fits, *s.op);
       s.fit = f ? predict(*f, s.flops, s.bytes, s.calls, rf) : s.sol;
+      if (!f) ++unfitted_ops[s.op_name()];
     }
+  for (const auto& [op, n] : unfitted_ops)
+    notes.push_back(fmt::format("{} has no fit (no training sample): its {} held-out rows are predicted at speed of light.", op, n));
   // A path's fitted prediction is the sum of its ops' at the same shape.
   for (Sample& p : samples) {
     if (!p.is_path()) continue;
@@ -118,8 +126,8 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
   run.held_out_median_ape = ape_stats(all_fit).median;
 
   // The measured crossover against the predicted one.
-  Table cross{"crossover", "Crossover Q*: measured against predicted",
-              {{"heads", "heads/rank", Unit::count},
+  Table cross{.name = "crossover", .title = "Crossover Q*: measured against predicted",
+              .columns = {{"heads", "heads/rank", Unit::count},
                {"batch", "batch", Unit::count},
                {"prefix", "prefix", Unit::count},
                {"measured_crossover_query", "measured Q*", Unit::decimal},
@@ -127,11 +135,11 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
                {"predicted_sol_crossover_query", "predicted (speed of light)", Unit::decimal},
                {"flop_crossover_query", "FLOP-only", Unit::decimal},
                {"fitted_error", "fitted error", Unit::fraction}},
-              {}};
-  Table sweep{"crossover_sweep", "Path times across the crossover",
-              {{"heads", "heads", Unit::count}, {"batch", "batch", Unit::count}, {"prefix", "prefix", Unit::count}, {"query", "Q", Unit::count},
+              .rows = {}};
+  Table sweep{.name = "crossover_sweep", .title = "Path times across the crossover",
+              .columns = {{"heads", "heads", Unit::count}, {"batch", "batch", Unit::count}, {"prefix", "prefix", Unit::count}, {"query", "Q", Unit::count},
                {"absorb_s", "absorb", Unit::seconds}, {"expand_s", "expand", Unit::seconds}},
-              {}};
+              .rows = {}};
   for (const CrossoverSweep& sw : mr.sweeps) {
     for (const auto& [q, ta, te] : sw.points)
       sweep.rows.push_back({std::int64_t{sw.heads}, std::int64_t{sw.batch}, std::int64_t{sw.prefix}, std::int64_t{q}, ta.value, te.value});
@@ -140,44 +148,63 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
     const ModelSpec m = model_for(s);
     const Workload w = workload_for(s, mr.compute, mr.kv, mr.weights);
     const MlaGeometry g = mla_geometry(m, w);
-    const double fitted = crossover_query(g, w, sw.prefix, sw.batch, [&](const PathPlan& plan, double q) {
-      MlaShape at = s;
+    // Each query length is costed as it was timed: the backend's split-KV partitions at that shape.
+    auto plan_at = [&](const PathPlan& plan, double q, MlaShape& at) {
+      at = s;
       at.query = static_cast<int>(std::lround(std::max(1.0, q)));
+      Workload wq = w;
+      wq.groups[0].query = q;
+      wq.kv_splits = mr.kv_splits ? mr.kv_splits(at) : 1;
+      return wq.kv_splits == 1 ? plan : mla_path(g, wq, plan.kind);
+    };
+    bool unfitted = false;
+    const double fitted = crossover_query(g, w, sw.prefix, sw.batch, [&](const PathPlan& plan, double q) {
+      MlaShape at;
       Seconds t{0};
-      for (const Op& op : plan) t += predict_op(op, mr.calls ? mr.calls(plan.kind, op.id, at) : 0, fits, rf);
+      for (const Op& op : plan_at(plan, q, at)) {
+        const KernelFit* f = fit_for(fits, op.id);
+        unfitted = unfitted || !f;
+        t += f ? predict(*f, op.flops, op.bytes(), mr.calls ? mr.calls(plan.kind, op.id, at) : 0, rf) : op_time(op, rf).time;
+      }
       return t;
     });
-    const double sol = roofline_crossover_query(m, w, sw.prefix, sw.batch, rf);
+    if (unfitted) notes.push_back(fmt::format("The fitted crossover at {} heads, prefix {} is left empty: an op of its paths has no fit.", sw.heads, sw.prefix));
+    const double sol = crossover_query(g, w, sw.prefix, sw.batch, [&](const PathPlan& plan, double q) {
+      MlaShape at;
+      return path_cost(plan_at(plan, q, at), rf).time;
+    });
     const double flop = flop_crossover_query(g, sw.prefix, true);
+    const bool known = !std::isnan(measured) && !unfitted;
     cross.rows.push_back({std::int64_t{sw.heads}, std::int64_t{sw.batch}, std::int64_t{sw.prefix}, std::isnan(measured) ? Value{} : Value{measured},
-                          fitted, sol, flop, std::isnan(measured) ? Value{} : Value{std::fabs(fitted - measured) / measured}});
+                          unfitted ? Value{} : finite_or_null(fitted), finite_or_null(sol), finite_or_null(flop),
+                          known ? Value{std::fabs(fitted - measured) / measured} : Value{}});
   }
 
-  Table ops{"ops", "Predicted and measured time per op and per path",
-            {{"heads", "heads", Unit::count}, {"batch", "B", Unit::count}, {"query", "Q", Unit::count}, {"prefix", "P", Unit::count},
+  Table ops{.name = "ops", .title = "Predicted and measured time per op and per path",
+            .columns = {{"heads", "heads", Unit::count}, {"batch", "B", Unit::count}, {"query", "Q", Unit::count}, {"prefix", "P", Unit::count},
              {"path", "path", Unit::text}, {"op", "op", Unit::text}, {"kind", "kind", Unit::text}, {"flops", "FLOPs", Unit::flops},
              {"bytes", "bytes", Unit::bytes}, {"measured_s", "measured", Unit::seconds}, {"spread", "spread", Unit::fraction},
              {"predicted_sol_s", "SOL", Unit::seconds}, {"predicted_fit_s", "fitted", Unit::seconds}, {"split", "split", Unit::text}},
-            {}};
+            .rows = {}};
   for (const Sample& s : samples)
     ops.rows.push_back({std::int64_t{s.shape.heads}, std::int64_t{s.shape.batch}, std::int64_t{s.shape.query}, std::int64_t{s.shape.prefix},
                         std::string(to_string(s.path)), s.op_name(), s.kind_name(), s.flops.value, s.bytes.value, s.measured.value, s.spread,
                         s.sol.value, s.fit.value, std::string(s.train ? "train" : "test")});
-  Table errors{"errors", "Held-out error (test half): |predicted − measured| / measured",
-               {{"kind", "op kind", Unit::text}, {"points", "points", Unit::count}, {"sol_median_ape", "SOL median", Unit::fraction},
+  Table errors{.name = "errors", .title = "Held-out error (test half): |predicted − measured| / measured",
+               .columns = {{"kind", "op kind", Unit::text}, {"points", "points", Unit::count}, {"sol_median_ape", "SOL median", Unit::fraction},
                 {"sol_p90_ape", "SOL p90", Unit::fraction}, {"fit_median_ape", "fitted median", Unit::fraction},
                 {"fit_p90_ape", "fitted p90", Unit::fraction}},
-               {}};
+               .rows = {}};
   for (const auto& [kind, e] : err_fit) {
     const ErrorStats sf = ape_stats(e), ss = ape_stats(err_sol[kind]);
     errors.rows.push_back({kind, static_cast<std::int64_t>(sf.n), ss.median, ss.p90, sf.median, sf.p90});
   }
   const ErrorStats all_f = ape_stats(all_fit), all_s = ape_stats(all_sol);
   errors.rows.push_back({std::string("all ops"), static_cast<std::int64_t>(all_f.n), all_s.median, all_s.p90, all_f.median, all_f.p90});
-  Table fit_t{"fit", "Fitted efficiencies per kernel (training half)",
-              {{"kind", "kernel", Unit::text}, {"eta_compute", "η compute", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
+  Table fit_t{.name = "fit", .title = "Fitted efficiencies per kernel (training half)",
+              .columns = {{"kind", "kernel", Unit::text}, {"eta_compute", "η compute", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
                {"t0_s", "fixed cost", Unit::seconds}, {"t_call_s", "per call", Unit::seconds}, {"train_points", "points", Unit::count}},
-              {}};
+              .rows = {}};
   for (const KernelFit& f : fits)
     fit_t.rows.push_back({std::string(to_string(f.op)), f.eta_compute, f.eta_memory, f.t0.value, f.t_call.value, std::int64_t{f.train_points}});
 
@@ -209,7 +236,9 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
                     all_f.n, 100 * all_f.median, 100 * all_f.p90, 100 * all_s.median, 100 * all_s.p90);
   md += fmt::format("- Paths (sum of fitted ops against the path run whole): median {:.1f}% over {} held-out paths.\n",
                     100 * ape_stats(path_fit).median, path_fit.size());
-  md += fmt::format("- Timing noise: median spread (IQR / median) {:.1f}%, p90 {:.1f}%.\n\n", 100 * spread_stats.median, 100 * spread_stats.p90);
+  md += fmt::format("- Timing noise: median spread (IQR / median) {:.1f}%, p90 {:.1f}%.\n", 100 * spread_stats.median, 100 * spread_stats.p90);
+  for (const std::string& n : notes) md += "- " + n + "\n";
+  md += "\n";
   const std::size_t summary_end = md.size();
   md += md_section(errors);
   md += "![predicted against measured](predicted_vs_measured.svg)\n\n";
@@ -240,7 +269,7 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
                {"fit.json", fitj.dump(2) + "\n"},
                {mr.hardware_file, hardware_to_json(mr.hardware).dump(2) + "\n"},
                {"predicted_vs_measured.svg", svg::render(plot)}};
-  run.summary = md.substr(md.find("## Summary"), summary_end - md.find("## Summary"));
+  run.summary = run_line(mr) + "\n\n" + md.substr(md.find("## Summary"), summary_end - md.find("## Summary"));
   return run;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// mlaplan-validate as a function: flags in, the run, the folder written; the exit code out (0 ok,
-// 1 a float64 check failed or --max-error was exceeded, 2 bad input). main.cpp and the tests call it.
+// mlaplan-validate as a function: flags in, the run, the folder written; the exit code out: 0 ok,
+// 1 a float64 check failed or --max-error was exceeded, 2 bad input or a CUDA backend that cannot run
+// (no device or driver, a failing CUDA call), 3 an internal error. main.cpp and the tests call it.
 #include <ostream>
 #include <string>
 #include <vector>

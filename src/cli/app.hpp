@@ -12,7 +12,7 @@ struct Context {
   std::ostream& out;
   std::ostream& err;
   bool err_is_terminal = false;  // progress lines only on a terminal
-  std::string program;           // argv[0], to find mlaplan-validate beside it
+  std::string program;           // argv[0]: where to look for mlaplan-validate when /proc/self/exe is unreadable
 };
 
 // `args` without the program name.

@@ -76,11 +76,11 @@ const std::vector<WeightDtype>& all_weight_dtypes() {
 
 WeightFormat weight_format(WeightDtype d, std::int64_t fp8_block_rows, std::int64_t fp8_block_cols) {
   switch (d) {
-    case WeightDtype::fp32: return {32, 0, 1, 1};
+    case WeightDtype::fp32: return {.value_bits = 32, .scale_bytes = 0, .block_rows = 1, .block_cols = 1};
     case WeightDtype::bf16:
-    case WeightDtype::fp16: return {16, 0, 1, 1};
-    case WeightDtype::fp8: return {8, 4, fp8_block_rows, fp8_block_cols};
-    case WeightDtype::mxfp4: return {4, 1, 1, 32};
+    case WeightDtype::fp16: return {.value_bits = 16, .scale_bytes = 0, .block_rows = 1, .block_cols = 1};
+    case WeightDtype::fp8: return {.value_bits = 8, .scale_bytes = 4, .block_rows = fp8_block_rows, .block_cols = fp8_block_cols};
+    case WeightDtype::mxfp4: return {.value_bits = 4, .scale_bytes = 1, .block_rows = 1, .block_cols = 32};
   }
   return {};
 }

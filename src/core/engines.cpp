@@ -19,19 +19,24 @@ PathKind trtllm(double query, double prefix, double threshold) {
 }
 }  // namespace
 
+std::string describe(const EnginePolicy& e) {
+  const std::string t = std::to_string(static_cast<long long>(e.threshold));
+  switch (e.axis) {
+    case ThresholdAxis::query: return "absorb if Q <= " + t + ", else expand (reorder_batch_threshold " + t + ")";
+    case ThresholdAxis::prefix:
+      return "decode (Q = 1) absorbs; an extend (Q > 1, not speculative) expands if P = 0 or P >= " + t + ", else absorbs";
+    case ThresholdAxis::context: return "generation (Q = 1) absorbs; a context request expands if P + Q <= " + t + ", else absorbs";
+  }
+  return {};
+}
+
 const std::array<EnginePolicy, 5>& engine_policies() {
   static const std::array<EnginePolicy, 5> policies{{
-      {.key = "vllm_triton", .name = "vLLM Triton MLA", .rule = "absorb if Q <= 1, else expand (reorder_batch_threshold 1)",
-       .axis = ThresholdAxis::query, .threshold = 1, .choose = vllm},
-      {.key = "vllm_flashmla", .name = "vLLM FlashMLA", .rule = "absorb if Q <= 128, else expand (reorder_batch_threshold 128)",
-       .axis = ThresholdAxis::query, .threshold = 128, .choose = vllm},
-      {.key = "vllm_fa_mla", .name = "vLLM FlashAttention-MLA", .rule = "absorb if Q <= 512, else expand (reorder_batch_threshold 512)",
-       .axis = ThresholdAxis::query, .threshold = 512, .choose = vllm},
-      {.key = "sglang", .name = "SGLang",
-       .rule = "decode (Q = 1) absorbs; an extend (Q > 1, not speculative) expands if P = 0 or P >= 8192, else absorbs",
-       .axis = ThresholdAxis::prefix, .threshold = 8192, .choose = sglang},
-      {.key = "trtllm", .name = "TensorRT-LLM", .rule = "generation (Q = 1) absorbs; a context request expands if P + Q <= 10240, else absorbs",
-       .axis = ThresholdAxis::context, .threshold = 10240, .choose = trtllm},
+      {.key = "vllm_triton", .name = "vLLM Triton MLA", .axis = ThresholdAxis::query, .threshold = 1, .choose = vllm},
+      {.key = "vllm_flashmla", .name = "vLLM FlashMLA", .axis = ThresholdAxis::query, .threshold = 128, .choose = vllm},
+      {.key = "vllm_fa_mla", .name = "vLLM FlashAttention-MLA", .axis = ThresholdAxis::query, .threshold = 512, .choose = vllm},
+      {.key = "sglang", .name = "SGLang", .axis = ThresholdAxis::prefix, .threshold = 8192, .choose = sglang},
+      {.key = "trtllm", .name = "TensorRT-LLM", .axis = ThresholdAxis::context, .threshold = 10240, .choose = trtllm},
   }};
   return policies;
 }

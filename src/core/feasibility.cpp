@@ -7,6 +7,10 @@ LayoutVerdict issue(LayoutIssue i, std::string why) { return LayoutVerdict{i, Ve
 std::string n(std::int64_t v) { return std::to_string(v); }
 }  // namespace
 
+std::string to_string(const Parallelism& p) {
+  return "TP" + std::to_string(p.tp) + " DP" + std::to_string(p.dp) + " EP" + std::to_string(p.ep);
+}
+
 LayoutVerdict check_layout(const ModelSpec& m, const Parallelism& p) {
   if (p.tp < 1 || m.heads % p.tp != 0)
     return issue(LayoutIssue::heads_not_divisible, n(m.heads) + " query heads are not divisible by TP " + n(p.tp));

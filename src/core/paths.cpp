@@ -258,6 +258,10 @@ Op lse_merge(const MlaGeometry& g, const Totals& t, double chunks) {
 
 }  // namespace
 
+double weight_bytes_per_element(const ModelSpec& m, WeightDtype d) {
+  return bytes_per_element(weight_format(d, m.quant_block_rows, m.quant_block_cols));
+}
+
 MlaGeometry mla_geometry(const ModelSpec& m, const Workload& w) {
   MlaGeometry g;
   const MlaDims& a = *m.mla;
@@ -276,7 +280,7 @@ MlaGeometry mla_geometry(const ModelSpec& m, const Workload& w) {
     g.index_topk = static_cast<double>(m.indexer->topk);
   }
   g.act_bytes = bytes_per_element(w.compute);
-  g.weight_bytes = bytes_per_element(w.weights);
+  g.weight_bytes = weight_bytes_per_element(m, w.weights);
   return g;
 }
 
@@ -359,7 +363,7 @@ PathPlan standard_path(const ModelSpec& m, const Workload& w, std::int64_t windo
   const double ht = static_cast<double>(m.heads) / static_cast<double>(w.par.tp);
   const double kvt = static_cast<double>(kv_heads_per_rank(m, w.par.tp));
   const double d = static_cast<double>(m.head_dim), H = static_cast<double>(m.hidden);
-  const double ba = bytes_per_element(w.compute), bw = bytes_per_element(w.weights);
+  const double ba = bytes_per_element(w.compute), bw = weight_bytes_per_element(m, w.weights);
   const double cache = static_cast<double>(kv_bytes_per_token_per_layer(m, w.kv, w.par.tp).total().value);
   double T = 0, pairs = 0, keys = 0;
   for (const SequenceGroup& g : w.groups) {

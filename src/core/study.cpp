@@ -9,15 +9,16 @@ namespace mlaplan {
 
 namespace {
 
-std::string layout_name(const Parallelism& p) {
-  return "TP" + std::to_string(p.tp) + " DP" + std::to_string(p.dp) + " EP" + std::to_string(p.ep);
-}
-
-// One path over the whole model: a plan per layer kind and how many layers have it.
+// One path over the whole model: a plan per layer kind and how many layers have it; for standard
+// attention, full-attention layers first, then sliding windows from the narrowest.
 std::vector<std::pair<PathPlan, std::int64_t>> model_plans(const ModelSpec& m, const Workload& w, PathKind kind) {
   if (kind != PathKind::standard) return {{mla_path(m, w, kind), m.num_layers()}};
+  std::vector<LayerGroup> groups = layer_groups(m);
+  std::stable_sort(groups.begin(), groups.end(), [](const LayerGroup& a, const LayerGroup& b) {
+    return std::pair{a.kind.sliding, a.kind.window} < std::pair{b.kind.sliding, b.kind.window};
+  });
   std::vector<std::pair<PathPlan, std::int64_t>> parts;
-  for (const LayerGroup& g : layer_groups(m)) parts.push_back({standard_path(m, w, g.kind.sliding ? g.kind.window : 0), g.layers});
+  for (const LayerGroup& g : groups) parts.push_back({standard_path(m, w, g.kind.sliding ? g.kind.window : 0), g.layers});
   return parts;
 }
 
@@ -232,7 +233,7 @@ ReportStudy report_study(const ReportInputs& in, const Progress& progress) {
     const ModelSpec& m = l.spec;
     for (const Parallelism& lay : in.layouts)
       if (const LayoutVerdict v = check_layout(m, lay); !v.ok())
-        st.notes.push_back(layout_name(lay) + " skipped for " + l.arg + ": " + v.verdict.reason + ".");
+        st.notes.push_back(to_string(lay) + " skipped for " + l.arg + ": " + v.verdict.reason + ".");
     for (const HardwareSpec& g : in.gpus) {
       for (const Parallelism& lay : in.layouts) {
         if (!check_layout(m, lay).ok()) continue;
@@ -302,17 +303,24 @@ ReportStudy report_study(const ReportInputs& in, const Progress& progress) {
         });
         for (const CrossoverRow& r : cs.rows) st.crossover.push_back({&l, &g, r});
       }
-      // The roofline step's ops: the first cache dtype the model has.
+      // The roofline step's ops, at the first of the report's cache dtypes the model can use.
       const Parallelism step_par{in.roofline_step.tp, 1, 1};
       if (const LayoutVerdict v = check_layout(m, step_par); !v.ok()) {
         if (&g == &in.gpus.front())
           st.notes.push_back("Roofline step skipped for " + l.arg + ": " + v.verdict.reason + "; set roofline_step.tp in the spec.");
         continue;
       }
+      const auto step_kv = std::find_if(in.kvs.begin(), in.kvs.end(), [&](KvDtype d) { return d != KvDtype::fp8_flashmla || m.is_mla(); });
+      if (step_kv == in.kvs.end()) {
+        if (&g == &in.gpus.front())
+          st.notes.push_back("Roofline step skipped for " + l.arg + ": none of the report's cache dtypes applies to its " +
+                             std::string(to_string(m.attention)) + " attention.");
+        continue;
+      }
       Workload w;
       w.groups = {SequenceGroup{in.roofline_step.batch, in.roofline_step.query, in.roofline_step.prefix}};
       w.compute = in.compute;
-      w.kv = in.kvs.front() == KvDtype::fp8_flashmla && !m.is_mla() ? KvDtype::bf16 : in.kvs.front();
+      w.kv = *step_kv;
       w.weights = attention_weight_dtype(m);
       w.par = step_par;
       for (PathKind k : paths_for(m))

@@ -12,8 +12,6 @@ namespace mlaplan {
 
 namespace {
 
-Value finite_or_null(double v) { return std::isfinite(v) ? Value{v} : Value{}; }
-Value positive_or_null(std::int64_t v) { return v > 0 ? Value{v} : Value{}; }
 std::string name(PathKind k) { return std::string(to_string(k)); }
 std::string bound(bool compute_bound) { return compute_bound ? "compute" : "memory"; }
 
@@ -40,19 +38,34 @@ void add_roofline_fields(Document& doc, const RooflineUsed& r) {
 
 }  // namespace
 
+void add_engine_columns(Table& t, bool expands_column_for_people) {
+  for (const auto& e : engine_policies()) {
+    const std::string k(e.key);
+    t.columns.push_back({k + "_expands_from_query", k + " expands from Q", Unit::count, !expands_column_for_people});
+    t.columns.push_back({k + "_worst_penalty", k + " worst", Unit::fraction});
+    t.columns.push_back({k + "_worst_penalty_query", k + " at Q", Unit::count});
+  }
+}
+
+void add_engine_cells(std::vector<Value>& row, const CrossoverRow& c) {
+  for (const EngineOutcome& o : c.engines) {
+    row.push_back(positive_or_null(o.expands_from_query));
+    row.push_back(o.worst_penalty);
+    row.push_back(positive_or_null(o.worst_penalty_query));
+  }
+}
+
 std::string describe(const Workload& w) {
   std::string s;
   for (const SequenceGroup& g : w.groups) s += fmt::format("{}{} x {} tokens after {}", s.empty() ? "" : ", ", g.count, g.query, g.prefix);
   return s;
 }
 
-std::string layout_name(const Parallelism& p) { return fmt::format("TP{} DP{} EP{}", p.tp, p.dp, p.ep); }
-
 Document models_document() {
   Document doc;
   doc.title = "Bundled models";
-  Table t{"models", "Models (KV bytes per token at bf16, all layers, windows not applied)",
-          {{"name", "name", Unit::text},
+  Table t{.name = "models", .title = "Models (KV bytes per token at bf16, all layers, windows not applied)",
+          .columns = {{"name", "name", Unit::text},
            {"model", "model", Unit::text},
            {"attention", "attention", Unit::text},
            {"layers", "layers", Unit::count},
@@ -65,7 +78,7 @@ Document models_document() {
            {"kv_bytes_per_token", "KV/token", Unit::bytes},
            {"weights", "weights", Unit::text},
            {"max_position_embeddings", "max ctx", Unit::count}},
-          {}};
+          .rows = {}};
   for (const BundledEntry& e : bundled_models()) {
     const ModelSpec m = load_model_file(e.path, e.display, {}, shown_path(e.path));
     const ModelSummary s = summarize(m);
@@ -86,8 +99,8 @@ Document gpus_document() {
   };
   Document doc;
   doc.title = "Bundled GPUs";
-  Table t{"gpus", "GPUs (dense peaks; * marks a row with unconfirmed numbers)",
-          {{"name", "name", Unit::text},
+  Table t{.name = "gpus", .title = "GPUs (dense peaks; * marks a row with unconfirmed numbers)",
+          .columns = {{"name", "name", Unit::text},
            {"gpu", "gpu", Unit::text},
            {"memory_bytes", "memory", Unit::bytes},
            {"memory_bandwidth_bytes_per_s", "bandwidth", Unit::bytes_per_s},
@@ -97,7 +110,7 @@ Document gpus_document() {
            {"ridge_bf16_flop_per_byte", "bf16 ridge", Unit::flop_per_byte},
            {"sm_count", "SMs/CUs", Unit::count},
            {"unconfirmed_fields", "unconfirmed", Unit::text}},
-          {}};
+          .rows = {}};
   for (const BundledEntry& e : bundled_gpus()) {
     const HardwareSpec hw = load_hardware_file(e.path, shown_path(e.path));
     std::string unconfirmed;
@@ -146,9 +159,9 @@ Document kv_document(const ModelSpec& m, const KvStudy& st) {
     doc.fields.push_back({"total_bytes_per_rank", "bytes per rank", st.total_bytes_per_rank->value, Unit::bytes});
   }
 
-  Table layers{"layer_groups", "Layers by attention kind",
-               {{"kind", "layer kind", Unit::text}, {"layers", "layers", Unit::count}, {"bytes_per_token_per_layer", "bytes/token/layer", Unit::bytes}},
-               {}};
+  Table layers{.name = "layer_groups", .title = "Layers by attention kind",
+               .columns = {{"kind", "layer kind", Unit::text}, {"layers", "layers", Unit::count}, {"bytes_per_token_per_layer", "bytes/token/layer", Unit::bytes}},
+               .rows = {}};
   if (with_tokens) {
     layers.columns.push_back({"tokens_held", "tokens held", Unit::count});
     layers.columns.push_back({"bytes_per_sequence", "bytes per sequence", Unit::bytes});
@@ -164,13 +177,13 @@ Document kv_document(const ModelSpec& m, const KvStudy& st) {
   }
   doc.tables.push_back(std::move(layers));
 
-  Table dtypes{"dtypes", "Cache dtypes compared",
-               {{"kv_dtype", "KV dtype", Unit::text},
+  Table dtypes{.name = "dtypes", .title = "Cache dtypes compared",
+               .columns = {{"kv_dtype", "KV dtype", Unit::text},
                 {"data_bytes_per_token_per_layer", "data/token/layer", Unit::bytes},
                 {"scale_bytes_per_token_per_layer", "scales/token/layer", Unit::bytes},
                 {"bytes_per_token", "bytes/token", Unit::bytes},
                 {"ratio_to_bf16", "vs bf16", Unit::ratio}},
-               {}};
+               .rows = {}};
   for (const KvDtypeRow& r : st.dtypes)
     dtypes.rows.push_back({std::string(to_string(r.kv)), r.per_token_per_layer.data.value, r.per_token_per_layer.scales.value, r.per_token.value,
                            r.ratio_to_bf16});
@@ -181,12 +194,12 @@ Document kv_document(const ModelSpec& m, const KvStudy& st) {
     const MlaEquivalents& e = *st.equivalents;
     const Bytes latent = st.per_token_per_layer.total();
     const double lat = static_cast<double>(latent.value);
-    Table eq{"equivalents", "What the latent replaces (per-head caches of the same model)",
-             {{"cache", "cache", Unit::text},
+    Table eq{.name = "equivalents", .title = "What the latent replaces (per-head caches of the same model)",
+             .columns = {{"cache", "cache", Unit::text},
               {"bytes_per_token_per_layer", "bytes/token/layer", Unit::bytes},
               {"bytes_per_token", "bytes/token", Unit::bytes},
               {"ratio_to_latent", "vs latent", Unit::ratio}},
-             {}};
+             .rows = {}};
     eq.rows.push_back({fmt::format("MLA latent: r + d_r = {} + {}", a.kv_lora_rank, a.qk_rope_head_dim), latent.value, st.per_token.total().value, 1.0});
     eq.rows.push_back({fmt::format("MHA equivalent: {} heads x (d_n + d_r + d_v = {} + {} + {})", m.heads, a.qk_nope_head_dim, a.qk_rope_head_dim,
                                    a.v_head_dim),
@@ -202,12 +215,12 @@ Document kv_document(const ModelSpec& m, const KvStudy& st) {
     doc.fields.push_back({"gqa_equivalent_groups", "GQA groups with the same cache", e.gqa_groups, Unit::none});
   }
 
-  Table layouts{"layouts", fmt::format("Per-rank cache on {} ranks: TP replication vs data-parallel attention", st.par.ranks()),
-                {{"layout", "layout", Unit::text},
+  Table layouts{.name = "layouts", .title = fmt::format("Per-rank cache on {} ranks: TP replication vs data-parallel attention", st.par.ranks()),
+                .columns = {{"layout", "layout", Unit::text},
                  {"tp", "TP", Unit::count},
                  {"dp", "DP", Unit::count},
                  {"bytes_per_token_per_rank", "bytes/token/rank", Unit::bytes}},
-                {}};
+                .rows = {}};
   if (with_tokens) layouts.columns.push_back({"bytes_per_rank", "bytes per rank", Unit::bytes});
   layouts.columns.push_back({"feasible", "feasible", Unit::text, true});
   layouts.columns.push_back({"reason", "reason", Unit::text, true});
@@ -223,7 +236,7 @@ Document kv_document(const ModelSpec& m, const KvStudy& st) {
 
   doc.notes = m.notes;
   for (const KvLayoutRow& r : st.layouts)
-    if (!r.verdict.ok()) doc.notes.push_back(fmt::format("{} ({}): {}.", r.label, layout_name(r.par), r.verdict.verdict.reason));
+    if (!r.verdict.ok()) doc.notes.push_back(fmt::format("{} ({}): {}.", r.label, to_string(r.par), r.verdict.verdict.reason));
   if (m.mla) doc.notes.push_back("Under TP the MLA latent is replicated on every rank: per-rank bytes do not fall with TP; data-parallel attention divides the sequences instead.");
   else doc.notes.push_back("Under TP, KV heads are split across ranks and replicated when there are fewer KV heads than ranks.");
   if (m.indexer) doc.notes.push_back("The DSA indexer cache is fp8 keys with one fp32 scale per 128 values, whatever the main cache dtype.");
@@ -235,7 +248,7 @@ Document capacity_document(const ModelSpec& m, const HardwareSpec& hw, const Cap
   const CapacityResult& r = st.result;
   const Parallelism& par = req.par;
   Document doc;
-  doc.title = fmt::format("Capacity of {} on {} x {} ({})", m.name, par.ranks(), hw.name, layout_name(par));
+  doc.title = fmt::format("Capacity of {} on {} x {} ({})", m.name, par.ranks(), hw.name, to_string(par));
   const std::string wlabel = req.weights.linear == req.weights.dense
                                  ? std::string(to_string(req.weights.linear))
                                  : fmt::format("{} linear{}, {} other", to_string(req.weights.linear),
@@ -271,18 +284,18 @@ Document capacity_document(const ModelSpec& m, const HardwareSpec& hw, const Cap
       {"reason", "reason", r.fits() ? std::string("-") : r.verdict.reason, Unit::text},
   };
 
-  Table weights{"weights", "Weights by group",
-                {{"group", "group", Unit::text},
+  Table weights{.name = "weights", .title = "Weights by group",
+                .columns = {{"group", "group", Unit::text},
                  {"params", "params", Unit::params},
                  {"bytes", "bytes (all ranks' share)", Unit::bytes},
                  {"bytes_per_rank", "bytes per GPU", Unit::bytes}},
-                {}};
+                .rows = {}};
   for (const WeightGroupRow& g : st.weights)
     weights.rows.push_back({std::string(to_string(g.group)), g.params.value, g.bytes.value, g.bytes_per_rank.value});
   doc.tables.push_back(std::move(weights));
 
-  Table lay{"layouts", fmt::format("The same {} GPUs laid out differently", par.ranks()),
-            {{"layout", "layout", Unit::text},
+  Table lay{.name = "layouts", .title = fmt::format("The same {} GPUs laid out differently", par.ranks()),
+            .columns = {{"layout", "layout", Unit::text},
              {"weight_bytes_per_rank", "weights/GPU", Unit::bytes},
              {"kv_pool_bytes_per_rank", "KV pool/GPU", Unit::bytes},
              {"kv_bytes_per_token_per_rank", "KV/token/GPU", Unit::bytes},
@@ -291,10 +304,10 @@ Document capacity_document(const ModelSpec& m, const HardwareSpec& hw, const Cap
              {"max_sequences", "sequences", Unit::count},
              {"fits", "fits", Unit::text},
              {"reason", "reason", Unit::text, true}},
-            {}};
+            .rows = {}};
   for (const LayoutCapacity& l : st.layouts) {
     const CapacityResult& x = l.result;
-    lay.rows.push_back({layout_name(l.par) + (l.requested ? " (requested)" : ""), x.weight_bytes_per_rank.value, x.kv_pool_bytes_per_rank.value,
+    lay.rows.push_back({to_string(l.par) + (l.requested ? " (requested)" : ""), x.weight_bytes_per_rank.value, x.kv_pool_bytes_per_rank.value,
                         x.kv_bytes_per_token_per_rank.value, x.max_tokens_per_rank, x.max_tokens_cluster, x.max_sequences, x.fits(),
                         x.fits() ? std::string("-") : x.verdict.reason});
   }
@@ -305,7 +318,7 @@ Document capacity_document(const ModelSpec& m, const HardwareSpec& hw, const Cap
   if (m.is_mla())
     doc.notes.push_back("The MLA latent is replicated on every TP rank, so TP adds no KV capacity; data-parallel attention gives each GPU its own sequences.");
   for (const LayoutCapacity& l : st.layouts)
-    if (!l.requested && !l.result.fits()) doc.notes.push_back(fmt::format("{}: {}.", layout_name(l.par), l.result.verdict.reason));
+    if (!l.requested && !l.result.fits()) doc.notes.push_back(fmt::format("{}: {}.", to_string(l.par), l.result.verdict.reason));
   doc.notes.push_back(fmt::format("GPU numbers from {}; memory: {}", hw.source, hw.sources.count("memory_capacity") ? hw.sources.at("memory_capacity") : "?"));
   return doc;
 }
@@ -328,8 +341,8 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
   };
   add_roofline_fields(doc, r);
 
-  Table summary{"path_summary", "Paths compared (whole model; per layer in the per-layer columns)",
-                {{"path", "path", Unit::text},
+  Table summary{.name = "path_summary", .title = "Paths compared (whole model; per layer in the per-layer columns)",
+                .columns = {{"path", "path", Unit::text},
                  {"flops", "FLOPs", Unit::flops},
                  {"bytes", "bytes", Unit::bytes},
                  {"intensity_flop_per_byte", "intensity", Unit::flop_per_byte},
@@ -337,7 +350,7 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
                  {"workspace_bytes", "workspace", Unit::bytes},
                  {"time_s_per_layer", "time/layer", Unit::seconds},
                  {"time_s", "time", Unit::seconds}},
-                {}};
+                .rows = {}};
   const double L = static_cast<double>(st.layers);
   std::vector<Table> op_tables;
   for (const PathResult& p : st.paths) {
@@ -359,8 +372,8 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
     }
     summary.rows.push_back({name(p.kind), c.flops.value, c.bytes.value, c.intensity(), bound(c.compute_bound()), c.workspace_bytes.value,
                             c.time.value / L, c.time.value});
-    Table ops{key + "ops", fmt::format("{} path: ops per layer", name(p.kind)),
-              {{"op", "op", Unit::text},
+    Table ops{.name = key + "ops", .title = fmt::format("{} path: ops per layer", name(p.kind)),
+              .columns = {{"op", "op", Unit::text},
                {"kind", "kind", Unit::text},
                {"layers", "layers", Unit::count},
                {"flops", "FLOPs", Unit::flops},
@@ -370,7 +383,7 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
                {"intensity_flop_per_byte", "intensity", Unit::flop_per_byte},
                {"bound", "bound", Unit::text},
                {"time_s", "time", Unit::seconds}},
-              {}};
+              .rows = {}};
     for (const OpRow& o : p.ops)
       ops.rows.push_back({std::string(o.op.name()), std::string(to_string(o.op.kind())), o.layers, o.op.flops.value, o.op.bytes_read.value,
                           o.op.bytes_written.value, o.op.workspace_bytes.value, o.time.intensity, bound(o.time.compute_bound), o.time.time.value});
@@ -402,34 +415,26 @@ Document crossover_document(const ModelSpec& m, const RooflineUsed& r, const Cro
   doc.fields.push_back({"max_query", "penalties searched over Q = 1 ..", spec.max_query, Unit::count});
 
   const auto& engines = engine_policies();
-  Table rows{"rows", "Q*: expand is cheaper for query blocks longer than this",
-             {{"prefix", "prefix P", Unit::count},
+  Table rows{.name = "rows", .title = "Q*: expand is cheaper for query blocks longer than this",
+             .columns = {{"prefix", "prefix P", Unit::count},
               {"tp", "TP", Unit::count},
               {"kv_dtype", "KV", Unit::text},
               {"flop_crossover_query", "Q* FLOPs", Unit::decimal},
               {"roofline_crossover_query", "Q* roofline", Unit::decimal}},
-             {}};
-  for (const auto& e : engines) {
-    rows.columns.push_back({std::string(e.key) + "_expands_from_query", "", Unit::count, true});
-    rows.columns.push_back({std::string(e.key) + "_worst_penalty", std::string(e.key) + " worst", Unit::fraction});
-    rows.columns.push_back({std::string(e.key) + "_worst_penalty_query", "at Q", Unit::count});
-  }
+             .rows = {}};
+  add_engine_columns(rows, false);
   for (const CrossoverRow& c : st.rows) {
     std::vector<Value> row{static_cast<std::int64_t>(c.prefix), c.tp, std::string(to_string(c.kv)), finite_or_null(c.flop_crossover_query),
                            finite_or_null(c.roofline_crossover_query)};
-    for (const EngineOutcome& o : c.engines) {
-      row.push_back(positive_or_null(o.expands_from_query));
-      row.push_back(o.worst_penalty);
-      row.push_back(positive_or_null(o.worst_penalty_query));
-    }
+    add_engine_cells(row, c);
     rows.rows.push_back(std::move(row));
   }
   doc.tables.push_back(std::move(rows));
 
-  Table rules{"engines", "Engine policies as modelled (penalty: worst slowdown of the engine's choice over the faster path)",
-              {{"engine", "engine", Unit::text}, {"name", "name", Unit::text}, {"rule", "rule", Unit::text}},
-              {}};
-  for (const auto& e : engines) rules.rows.push_back({std::string(e.key), std::string(e.name), std::string(e.rule)});
+  Table rules{.name = "engines", .title = "Engine policies as modelled (penalty: worst slowdown of the engine's choice over the faster path)",
+              .columns = {{"engine", "engine", Unit::text}, {"name", "name", Unit::text}, {"rule", "rule", Unit::text}},
+              .rows = {}};
+  for (const auto& e : engines) rules.rows.push_back({std::string(e.key), std::string(e.name), describe(e)});
   doc.tables.push_back(std::move(rules));
 
   doc.notes = m.notes;

@@ -161,6 +161,8 @@ nlohmann::ordered_json hardware_to_json(const HardwareSpec& hw) {
   if (hw.l2_cache.value > 0) j["l2_cache_mib"] = sourced_json(static_cast<double>(hw.l2_cache.value) / static_cast<double>(kMiB), hw, "l2_cache");
   if (hw.scale_up_bandwidth_per_direction.value > 0)
     j["scale_up_bandwidth_gb_per_s_per_direction"] = sourced_json(hw.scale_up_bandwidth_per_direction.value / kGB, hw, "scale_up_bandwidth");
+  if (hw.efficiency.source != Efficiency{}.source)
+    j["efficiency"] = {{"compute", hw.efficiency.compute}, {"memory", hw.efficiency.memory}, {"source", hw.efficiency.source}};
   return j;
 }
 

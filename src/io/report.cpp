@@ -18,16 +18,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string csv_of(const Table& t) { return render(Document{"", {}, {t}, {}}, Format::csv); }
-Value finite_or_null(double v) { return std::isfinite(v) ? Value{v} : Value{}; }
-Value positive_or_null(std::int64_t v) { return v > 0 ? Value{v} : Value{}; }
+std::string csv_of(const Table& t) { return render(t, Format::csv); }
 std::string str(KvDtype d) { return std::string(to_string(d)); }
 std::string str(PathKind k) { return std::string(to_string(k)); }
 
 // A markdown rendering of some columns of a table, preceded by a marker naming the CSV and the
 // columns shown, so that a reader (or a test) can trace every number to the CSV.
 std::string md_table(const Table& t, const std::vector<std::string>& keys, const std::vector<std::string>& shown) {
-  Table p{t.name, "", {}, {}};
+  Table p{.name = t.name, .title = "", .columns = {}, .rows = {}};
   std::vector<std::size_t> idx;
   for (const std::string& k : shown)
     for (std::size_t c = 0; c < t.columns.size(); ++c)
@@ -43,7 +41,7 @@ std::string md_table(const Table& t, const std::vector<std::string>& keys, const
   std::string keys_s, cols_s;
   for (const auto& k : keys) keys_s += (keys_s.empty() ? "" : ",") + k;
   for (const auto& k : shown) cols_s += (cols_s.empty() ? "" : ",") + k;
-  std::string md = render(Document{"", {}, {p}, {}}, Format::md);
+  std::string md = render(p, Format::md);
   // Drop the empty "### " heading the md writer puts before a table.
   const auto bar = md.find('|');
   if (bar != std::string::npos) md = md.substr(bar);
@@ -51,8 +49,8 @@ std::string md_table(const Table& t, const std::vector<std::string>& keys, const
 }
 
 Table kv_table(const ReportStudy& st) {
-  Table t{"kv", "KV cache per token (all layers)",
-          {{"model", "model", Unit::text},
+  Table t{.name = "kv", .title = "KV cache per token (all layers)",
+          .columns = {{"model", "model", Unit::text},
            {"attention", "attention", Unit::text},
            {"kv_dtype", "KV dtype", Unit::text},
            {"bytes_per_token_per_layer", "bytes/token/layer", Unit::bytes},
@@ -61,7 +59,7 @@ Table kv_table(const ReportStudy& st) {
            {"cache_bytes_per_token", "cache bytes/token", Unit::bytes},
            {"mha_equivalent_bytes_per_token", "per-head MHA equivalent", Unit::bytes},
            {"mha_equivalent_ratio", "MHA eq. / cache", Unit::ratio}},
-          {}};
+          .rows = {}};
   for (const KvRow& r : st.kv)
     t.rows.push_back({r.model->arg, std::string(to_string(r.model->spec.attention)), str(r.kv),
                       r.bytes_per_token_per_layer ? Value{r.bytes_per_token_per_layer->value} : Value{}, r.bytes_per_token.value,
@@ -72,8 +70,8 @@ Table kv_table(const ReportStudy& st) {
 }
 
 Table capacity_table(const ReportStudy& st) {
-  Table t{"capacity", "Capacity per layout",
-          {{"model", "model", Unit::text},
+  Table t{.name = "capacity", .title = "Capacity per layout",
+          .columns = {{"model", "model", Unit::text},
            {"gpu", "GPU", Unit::text},
            {"layout", "layout", Unit::text},
            {"kv_dtype", "KV dtype", Unit::text},
@@ -86,10 +84,10 @@ Table capacity_table(const ReportStudy& st) {
            {"max_sequences", "sequences", Unit::count},
            {"fits", "fits", Unit::text},
            {"reason", "reason", Unit::text}},
-          {}};
+          .rows = {}};
   for (const CapacityRow& c : st.capacity) {
     const CapacityResult& r = c.result;
-    t.rows.push_back({c.model->arg, c.gpu->name, layout_name(c.par), str(c.kv), c.context, r.weight_bytes_per_rank.value,
+    t.rows.push_back({c.model->arg, c.gpu->name, to_string(c.par), str(c.kv), c.context, r.weight_bytes_per_rank.value,
                       r.kv_pool_bytes_per_rank.value, r.kv_bytes_per_token_per_rank.value, r.max_tokens_per_rank, r.max_tokens_cluster,
                       r.max_sequences, r.fits(), r.fits() ? std::string("-") : r.verdict.reason});
   }
@@ -97,22 +95,22 @@ Table capacity_table(const ReportStudy& st) {
 }
 
 Table sequences_table(const ReportStudy& st) {
-  Table t{"sequences", "Concurrent sequences against context",
-          {{"model", "model", Unit::text},
+  Table t{.name = "sequences", .title = "Concurrent sequences against context",
+          .columns = {{"model", "model", Unit::text},
            {"gpu", "GPU", Unit::text},
            {"layout", "layout", Unit::text},
            {"kv_dtype", "KV dtype", Unit::text},
            {"context_tokens", "context", Unit::count},
            {"max_sequences", "sequences", Unit::count}},
-          {}};
+          .rows = {}};
   for (const CapacityRow& s : st.sequences)
-    t.rows.push_back({s.model->arg, s.gpu->name, layout_name(s.par), str(s.kv), s.context, s.result.max_sequences});
+    t.rows.push_back({s.model->arg, s.gpu->name, to_string(s.par), str(s.kv), s.context, s.result.max_sequences});
   return t;
 }
 
 Table intensity_table(const ReportStudy& st) {
-  Table t{"intensity", "Decode arithmetic intensity (attention core)",
-          {{"model", "model", Unit::text},
+  Table t{.name = "intensity", .title = "Decode arithmetic intensity (attention core)",
+          .columns = {{"model", "model", Unit::text},
            {"gpu", "GPU", Unit::text},
            {"tp", "TP", Unit::count},
            {"kv_dtype", "KV dtype", Unit::text},
@@ -121,7 +119,7 @@ Table intensity_table(const ReportStudy& st) {
            {"ridge_flop_per_byte", "ridge", Unit::flop_per_byte},
            {"bound", "bound", Unit::text},
            {"time_s_per_layer", "time/layer", Unit::seconds}},
-          {}};
+          .rows = {}};
   for (const IntensityRow& r : st.intensity)
     t.rows.push_back({r.model->arg, r.gpu->name, r.tp, str(r.kv), str(r.path), r.cost.intensity(), r.ridge,
                       std::string(r.cost.compute_bound() ? "compute" : "memory"), r.cost.time.value});
@@ -129,37 +127,29 @@ Table intensity_table(const ReportStudy& st) {
 }
 
 Table crossover_table(const std::vector<const ReportCrossoverRow*>& rows) {
-  Table t{"crossover", "Expand/absorb crossover",
-          {{"model", "model", Unit::text},
+  Table t{.name = "crossover", .title = "Expand/absorb crossover",
+          .columns = {{"model", "model", Unit::text},
            {"gpu", "GPU", Unit::text},
            {"kv_dtype", "KV dtype", Unit::text},
            {"tp", "TP", Unit::count},
            {"prefix", "prefix", Unit::count},
            {"flop_crossover_query", "Q* FLOPs", Unit::decimal},
            {"roofline_crossover_query", "Q* roofline", Unit::decimal}},
-          {}};
-  for (const auto& e : engine_policies()) {
-    t.columns.push_back({std::string(e.key) + "_expands_from_query", std::string(e.key) + " expands from Q", Unit::count});
-    t.columns.push_back({std::string(e.key) + "_worst_penalty", std::string(e.key) + " worst", Unit::fraction});
-    t.columns.push_back({std::string(e.key) + "_worst_penalty_query", std::string(e.key) + " at Q", Unit::count});
-  }
+          .rows = {}};
+  add_engine_columns(t, true);
   for (const ReportCrossoverRow* x : rows) {
     const CrossoverRow& c = x->row;
     std::vector<Value> row{x->model->arg, x->gpu->name, str(c.kv), c.tp, static_cast<std::int64_t>(c.prefix),
                            finite_or_null(c.flop_crossover_query), finite_or_null(c.roofline_crossover_query)};
-    for (const EngineOutcome& o : c.engines) {
-      row.push_back(positive_or_null(o.expands_from_query));
-      row.push_back(o.worst_penalty);
-      row.push_back(positive_or_null(o.worst_penalty_query));
-    }
+    add_engine_cells(row, c);
     t.rows.push_back(std::move(row));
   }
   return t;
 }
 
 Table roofline_ops_table(const ReportStudy& st) {
-  Table t{"roofline_ops", "Ops of each path on the roofline",
-          {{"model", "model", Unit::text},
+  Table t{.name = "roofline_ops", .title = "Ops of each path on the roofline",
+          .columns = {{"model", "model", Unit::text},
            {"gpu", "GPU", Unit::text},
            {"path", "path", Unit::text},
            {"op", "op", Unit::text},
@@ -168,7 +158,7 @@ Table roofline_ops_table(const ReportStudy& st) {
            {"intensity_flop_per_byte", "intensity", Unit::flop_per_byte},
            {"time_s", "time", Unit::seconds},
            {"attained_flops_per_s", "attained", Unit::flops_per_s}},
-          {}};
+          .rows = {}};
   for (const RooflineOpRow& r : st.roofline_ops)
     t.rows.push_back({r.model->arg, r.gpu->name, str(r.path), std::string(r.op.name()), r.op.flops.value, r.op.bytes().value, r.time.intensity,
                       r.time.time.value, r.time.time.value > 0 ? (r.op.flops / r.time.time).value : 0.0});
@@ -296,7 +286,7 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
       if (!check_layout(m0, lay).ok()) continue;
       for (KvDtype d : in.kvs) {
         if (d == KvDtype::fp8_flashmla && !m0.is_mla()) continue;
-        svg::Series s{.name = fmt::format("{}, {}", layout_name(lay), to_string(d)), .line = true, .markers = true, .dashed = d != in.kvs.front(), .color = c};
+        svg::Series s{.name = fmt::format("{}, {}", to_string(lay), to_string(d)), .line = true, .markers = true, .dashed = d != in.kvs.front(), .color = c};
         for (const CapacityRow& r : st.sequences)
           if (r.model == &first && r.gpu == &g0 && r.par == lay && r.kv == d && r.result.max_sequences > 0)
             s.points.push_back({static_cast<double>(r.context), static_cast<double>(r.result.max_sequences)});
@@ -334,7 +324,7 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
       if (r.model == &first && r.gpu == &g0 && (!best || r.result.max_sequences > best->result.max_sequences)) best = &r;
     if (best)
       md += fmt::format("- Most concurrent sequences on {}: **{}** with {} and a {} cache at {} tokens ({} tokens in all).\n", g0.name,
-                        humanize(best->result.max_sequences, Unit::count), layout_name(best->par), str(best->kv),
+                        humanize(best->result.max_sequences, Unit::count), to_string(best->par), str(best->kv),
                         humanize(best->context, Unit::count), humanize(best->result.max_tokens_cluster, Unit::count));
     if (m0.is_mla()) {
       double lo = INFINITY, hi = 0;
@@ -384,7 +374,7 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
     for (const auto& e : engine_policies()) shown.push_back(std::string(e.key) + "_worst_penalty");
     md += md_table(crossover_table(shown_cross), {"model", "gpu", "kv_dtype", "tp", "prefix"}, shown);
     md += "\n![Crossover against prefix](crossover.svg)\n\nEngine rules as modelled:\n\n";
-    for (const auto& e : engine_policies()) md += fmt::format("- `{}` ({}): {}\n", e.key, e.name, e.rule);
+    for (const auto& e : engine_policies()) md += fmt::format("- `{}` ({}): {}\n", e.key, e.name, describe(e));
     md += "\n";
   }
   md += "## Assumptions and sources\n\n";
@@ -402,7 +392,7 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
 
   nlohmann::ordered_json j;
   j["spec"] = to_json(spec);
-  j["tables"] = nlohmann::json::parse(render(Document{"", {}, b.tables, {}}, Format::json));
+  j["tables"] = nlohmann::json::parse(render(Document{.title = "", .fields = {}, .tables = b.tables, .notes = {}}, Format::json));
   j["notes"] = st.notes;
 
   b.files.push_back({"spec.json", to_json(spec).dump(2) + "\n"});

@@ -126,7 +126,7 @@ std::string pad(const std::string& s, std::size_t w, bool right) {
 
 // The table without its machine-only columns.
 Table for_people(const Table& t) {
-  Table out{t.name, t.title, {}, {}};
+  Table out{.name = t.name, .title = t.title, .columns = {}, .rows = {}};
   std::vector<std::size_t> keep;
   for (std::size_t c = 0; c < t.columns.size(); ++c)
     if (!t.columns[c].machine_only) {
@@ -332,6 +332,11 @@ std::string humanize(const Value& v, Unit u) {
       return fmt::format("{:.4g}", x);
   }
 }
+
+std::string render(const Table& t, Format f) { return render(Document{.title = "", .fields = {}, .tables = {t}, .notes = {}}, f); }
+
+Value finite_or_null(double v) { return std::isfinite(v) ? Value{v} : Value{}; }
+Value positive_or_null(std::int64_t v) { return v > 0 ? Value{v} : Value{}; }
 
 std::string render(const Document& doc, Format f) {
   switch (f) {

@@ -615,6 +615,7 @@ MeasuredRun measure_cuda(const CudaOptions& opt, const CudaPlan& plan, const std
   mr.kv = KvDtype::bf16;
   mr.weights = WeightDtype::bf16;
   mr.calls = cuda_calls;
+  mr.kv_splits = [sms](const MlaShape& s) { return std::int64_t{choose_splits(s, sms)}; };
   mr.hardware_file = "calibrated-gpu.json";
 
   // 1. Every path against float64; a failure stops the run before any timing.
@@ -718,6 +719,7 @@ MeasuredRun measure_cuda(const CudaOptions& opt, const CudaPlan& plan, const std
                                          100 * best_decode_bw / cal.copy_bytes_per_s));
 
   // 4. The crossover sweeps: both paths timed whole across query lengths.
+  int sweep_no_memory = 0;
   for (int h : plan.sweep_heads) {
     CrossoverSweep sw{.heads = h, .batch = plan.sweep_batch, .prefix = plan.sweep_prefix, .points = {}};
     for (int q : plan.sweep_queries) {
@@ -726,7 +728,10 @@ MeasuredRun measure_cuda(const CudaOptions& opt, const CudaPlan& plan, const std
       const Workload w = workload_for(s, mr.compute, mr.kv, mr.weights);
       const ModelSpec m = model_for(s);
       Step g = allocate_step(s, choose_splits(s, sms), false);
-      if (!g.expand) continue;
+      if (!g.expand) {
+        ++sweep_no_memory;
+        continue;
+      }
       fill_random(g, rng, ops.stream);
       const double ab = mla_path(m, w, PathKind::absorb).bytes().value, ex = mla_path(m, w, PathKind::expand).bytes().value;
       const Timing ta = timer([&] {
@@ -741,6 +746,9 @@ MeasuredRun measure_cuda(const CudaOptions& opt, const CudaPlan& plan, const std
     }
     mr.sweeps.push_back(sw);
   }
+  if (sweep_no_memory > 0)
+    mr.extra_summary.push_back(fmt::format("Crossover sweeps: {} points left out, their expanded K/V not fitting in half the free memory.",
+                                           sweep_no_memory));
   mr.extra_summary.push_back(fmt::format("Timing: {} timed functions, {} of them (working set under twice the {:.0f} MiB L2) with the L2 flushed before "
                                          "every call; the others as back-to-back calls covering at least 100 µs per event pair.",
                                          timer.timed, timer.flushed, static_cast<double>(l2) / static_cast<double>(kMiB)));

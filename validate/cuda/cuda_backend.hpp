@@ -34,8 +34,9 @@ struct CudaPlan {
 // The plan of `mlaplan validate --backend cuda [--quick]`.
 CudaPlan cuda_plan(bool quick);
 
-// The kernel launches an op makes beyond its first: chunked expand launches its up-projection,
-// RoPE broadcast and attention once per chunk; every other op launches once (0).
+// The kernel launches an op makes, counted where there are several: chunked expand launches its
+// up-projection, RoPE broadcast and attention once per chunk (the chunk count); every other op
+// launches once, counted as 0 (its launch is part of the fit's fixed cost t0).
 double cuda_calls(PathKind path, OpId op, const MlaShape& s);
 
 // Measures on the current CUDA device. A failed float64 check stops the run before any timing (the

@@ -3,6 +3,7 @@
 // Sources: shared/reference/facts.md §4.
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "mlaplan/core/paths.hpp"
@@ -20,9 +21,8 @@ enum class ThresholdAxis {
 struct EnginePolicy {
   std::string_view key;   // snake_case name for JSON/CSV columns
   std::string_view name;  // human name
-  std::string_view rule;  // the rule as modelled
   ThresholdAxis axis = ThresholdAxis::query;
-  double threshold = 0;   // the engine's constant, the one place it is written
+  double threshold = 0;   // the engine's constant: the rule's text and the plots derive from it
   // The path the engine runs for a sequence of `query` new tokens after `prefix` cached ones.
   PathKind (*choose)(double query, double prefix, double threshold);
 };
@@ -33,6 +33,9 @@ struct EnginePolicy {
 // or at least SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD = 8,192, else absorbed MLA. TensorRT-LLM:
 // context requests of at most TRTLLM_MLA_SHORT_SEQ_MHA_THRESHOLD = 10,240 tokens run dense MHA.
 const std::array<EnginePolicy, 5>& engine_policies();
+
+// The rule as modelled, in words, with the policy's own threshold.
+std::string describe(const EnginePolicy& e);
 
 // How one engine's rule fares at a prefix, over query lengths 1 .. max_query.
 struct EngineOutcome {

@@ -1,6 +1,7 @@
 #pragma once
 // How a deployment lays a model out over GPUs: the one parallelism type of the core.
 #include <cstdint>
+#include <string>
 
 namespace mlaplan {
 
@@ -11,5 +12,8 @@ struct Parallelism {
   std::int64_t ranks() const { return tp * dp; }
   friend bool operator==(const Parallelism&, const Parallelism&) = default;
 };
+
+// "TP8 DP1 EP1"
+std::string to_string(const Parallelism& p);
 
 }  // namespace mlaplan

@@ -100,6 +100,9 @@ struct MlaGeometry {
   double weight_bytes = 2;  // bytes per weight element
 };
 MlaGeometry mla_geometry(const ModelSpec& m, const Workload& w);
+// Bytes per weight element read at dtype `d`, the fp8 block scales at the model's own block shape
+// (weight_block_size, 128x128 unless the config says otherwise) amortised over the block.
+double weight_bytes_per_element(const ModelSpec& m, WeightDtype d);
 
 // FLOPs to up-project one cached token to every head's K_nope and V: 2·r·h_t·(d_n + d_v).
 // DeepSeek-V3, TP=1: 33,554,432.
