@@ -128,7 +128,8 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu) {
     r.measured_s = number(decode, i, d[i], "latency_us") * 1e-6;
     Workload w;
     w.groups = {SequenceGroup{r.batch, 1, static_cast<double>(r.kv_len - 1)}};
-    const Op& op = op_of(mla_path(m, w, PathKind::absorb), r.op);
+    const PathPlan plan = mla_path(m, w, PathKind::absorb);
+    const Op& op = op_of(plan, r.op);
     r.flops = op.flops.value, r.bytes = op.bytes().value, r.sol_s = op_time(op, rf).time.value;
     r.units = r.batch * std::ceil(128.0 / 64) * std::ceil(r.kv_len / 256.0);
     r.train = i % 2 == 0;
@@ -143,7 +144,8 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu) {
     r.measured_s = number(prefill, i, p[i], "latency_us") * 1e-6;
     Workload w;
     w.groups = {SequenceGroup{1, static_cast<double>(r.kv_len), 0}};
-    const Op& op = op_of(mla_path(m, w, PathKind::expand), r.op);
+    const PathPlan plan = mla_path(m, w, PathKind::expand);
+    const Op& op = op_of(plan, r.op);
     r.flops = op.flops.value, r.bytes = op.bytes().value, r.sol_s = op_time(op, rf).time.value;
     r.units = std::ceil(r.kv_len / 128.0) * 128;
     r.longest_flops = 128.0 * r.kv_len * 2 * (128 + 64 + 128);  // the last query tile sees every key
