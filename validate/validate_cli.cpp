@@ -1,5 +1,6 @@
 #include "validate_cli.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 
@@ -8,6 +9,7 @@
 
 #include "against.hpp"
 #include "cpu_backend.hpp"
+#include "mlaplan/io/engine_logs.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/folder.hpp"
 #include "mlaplan/io/registry.hpp"
@@ -28,9 +30,34 @@ struct Flags {
   std::string against;
   std::string gpu = "h800";
   double max_error = -1;  // < 0: no bound
+  std::string engine_logs;
+  std::string format;     // --engine-logs only
 };
 
-int run(const Flags& f, std::ostream& out, std::ostream& err, bool tty) {
+// --engine-logs DIR: every public KV-pool log reproduced through the engine profiles.
+int run_engine_logs(const Flags& f, std::ostream& out, std::ostream& err) {
+  const std::vector<EngineLogCheck> checks = check_engine_logs(read_engine_logs(f.engine_logs));
+  out << render(engine_logs_document(checks), parse_format(f.format.empty() ? "table" : f.format)) << std::flush;
+  if (f.max_error >= 0) {
+    int over = 0;
+    for (const EngineLogCheck& c : checks)
+      if (std::abs(c.error) > f.max_error) {
+        err << fmt::format("mlaplan validate: log '{}' is off by {:+.1f}%, beyond --max-error {:.1f}%\n", c.row.id, 100 * c.error, 100 * f.max_error);
+        ++over;
+      }
+    if (over > 0) return 1;
+  }
+  return 0;
+}
+
+int run(const Flags& f, const CLI::App& app, std::ostream& out, std::ostream& err, bool tty) {
+  if (!f.engine_logs.empty()) {
+    for (const char* other : {"--backend", "--quick", "--seed", "--out", "--against", "--gpu"})
+      if (app.count(other) > 0) fail_flag(other, "", "does not apply with --engine-logs");
+    if (f.max_error >= 0 && !(f.max_error < 1e6)) fail_flag("--max-error", fmt::format("{}", f.max_error), "expected a fraction");
+    return run_engine_logs(f, out, err);
+  }
+  if (!f.format.empty()) fail_flag("--format", f.format, "applies to --engine-logs only");
   if (!f.against.empty()) {
     const AgainstRun r = validate_against(f.against, load_gpu(f.gpu));
     write_folder(f.out, r.files);
@@ -83,11 +110,13 @@ int run_validate_cli(const std::vector<std::string>& args, std::ostream& out, st
   app.add_option("--out,-o", f.out, "folder to write (replaced atomically)")->capture_default_str();
   app.add_option("--against", f.against, "a folder of published timings to predict (validate/published/h800)");
   app.add_option("--gpu,-g", f.gpu, "the GPU those timings came from (with --against)")->capture_default_str();
-  app.add_option("--max-error", f.max_error, "exit 1 when the held-out median error exceeds this fraction");
+  app.add_option("--max-error", f.max_error, "exit 1 when the held-out median error (with --engine-logs: any row's error) exceeds this fraction");
+  app.add_option("--engine-logs", f.engine_logs, "a folder (or CSV) of engine KV-cache logs to reproduce (validate/published/engine-logs)");
+  app.add_option("--format", f.format, "with --engine-logs: table | csv | md | json");
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
-    return run(f, out, err, err_is_terminal);
+    return run(f, app, out, err, err_is_terminal);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {

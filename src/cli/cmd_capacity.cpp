@@ -6,6 +6,8 @@
 
 #include "flags.hpp"
 #include "mlaplan/core/study.hpp"
+#include "mlaplan/io/documents.hpp"
+#include "mlaplan/io/engine_json.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/registry.hpp"
 
@@ -19,27 +21,61 @@ struct CapacityFlags {
   std::string gpu = "h200";
   std::string kv_dtype = "bf16";
   std::string weight_dtype;  // empty: what the config's quantization says
-  double mem_util = 0.9;
+  double mem_util = -1;               // < 0: 0.9, or the engine profile's default
   std::int64_t context = 32768;
-  std::int64_t block_size = 1;
-  std::int64_t max_batched_tokens = kDefaultBatchedTokens;
+  std::int64_t block_size = 0;         // 0: unpaged, or the engine profile's default
+  std::int64_t max_batched_tokens = 0; // 0: kDefaultBatchedTokens, or the engine's default
   double reserve_gib = -1;  // < 0: estimate from max_batched_tokens
+  std::string engine;       // empty: mlaplan's plain model
+  std::int64_t max_model_len = 0, max_num_seqs = 0, mtp = -1;
+  bool enforce_eager = false, no_mtp = false;
   std::string format = "table";
 };
 
-Document capacity(const CapacityFlags& f) {
+// `--engine`: the pool that engine's own accounting gives.
+Document engine_capacity_for(const CapacityFlags& f, CLI::App* app) {
+  if (app->count("--reserve-gib")) fail_flag("--reserve-gib", fmt::format("{}", f.reserve_gib), "the engine's profile sizes activations; leave --reserve-gib out with --engine");
+  const ModelSpec m = f.model.load();
+  const HardwareSpec hw = load_gpu(f.gpu);
+  const EngineProfile prof = load_engine(f.engine);
+  const Parallelism par = f.layout.resolve(m);
+  EngineSettings s;
+  if (app->count("--mem-util")) s.mem_util = f.mem_util;
+  if (app->count("--max-model-len")) s.max_model_len = positive("--max-model-len", f.max_model_len, std::int64_t{1} << 40);
+  if (app->count("--max-num-seqs")) s.max_num_seqs = positive("--max-num-seqs", f.max_num_seqs, std::int64_t{1} << 30);
+  if (app->count("--max-batched-tokens")) s.max_batched_tokens = positive("--max-batched-tokens", f.max_batched_tokens, std::int64_t{1} << 30);
+  if (app->count("--block-size")) s.block_size = positive("--block-size", f.block_size, 1 << 20);
+  if (f.enforce_eager) s.enforce_eager = true;
+  if (f.no_mtp) s.mtp = 0;
+  if (app->count("--mtp")) {
+    if (f.mtp < 1 || f.mtp > 64) fail_flag("--mtp", fmt::format("{}", f.mtp), "expected speculative tokens from 1 to 64");
+    if (m.mtp_layers <= 0) fail_flag("--mtp", fmt::format("{}", f.mtp), fmt::format("{} has no MTP module (num_nextn_predict_layers is 0)", m.name));
+    s.mtp = f.mtp;
+  }
+  const KvDtype kv = resolve_kv_dtype(f.kv_dtype, m);
+  const WeightPlan w = f.weight_dtype.empty() ? default_weight_plan(m) : weight_plan_for(m, resolve_weight_dtype(f.weight_dtype));
+  const std::int64_t context = app->count("--context") ? positive("--context", f.context, std::int64_t{1} << 40) : 0;
+  const EngineCapacity e = engine_capacity(m, hw, prof, w, par, kv, s, context);
+  return engine_capacity_document(m, hw, par, kv, e, context);
+}
+
+Document capacity(const CapacityFlags& f, CLI::App* app) {
+  if (!f.engine.empty()) return engine_capacity_for(f, app);
+  for (const char* flag : {"--max-model-len", "--max-num-seqs", "--enforce-eager", "--mtp", "--no-mtp"})
+    if (app->count(flag)) fail_flag(flag, app->get_option(flag)->as<std::string>(), "an engine setting: give --engine vllm|sglang|trtllm[@VERSION] with it");
   const ModelSpec m = f.model.load();
   const HardwareSpec hw = load_gpu(f.gpu);
   CapacityRequest req;
   req.par = f.layout.resolve(m);
-  if (!(f.mem_util > 0 && f.mem_util <= 1)) fail_flag("--mem-util", fmt::format("{}", f.mem_util), "expected a fraction in (0, 1]");
+  const double mem_util = f.mem_util < 0 ? 0.9 : f.mem_util;
+  if (!(mem_util > 0 && mem_util <= 1)) fail_flag("--mem-util", fmt::format("{}", f.mem_util), "expected a fraction in (0, 1]");
   if (!std::isfinite(f.reserve_gib) || f.reserve_gib > 1e6) fail_flag("--reserve-gib", fmt::format("{}", f.reserve_gib), "expected a finite number of GiB");
   req.kv_dtype = resolve_kv_dtype(f.kv_dtype, m);
   req.weights = f.weight_dtype.empty() ? default_weight_plan(m) : weight_plan_for(m, resolve_weight_dtype(f.weight_dtype));
-  req.mem_util = f.mem_util;
+  req.mem_util = mem_util;
   req.context = positive("--context", f.context, std::int64_t{1} << 40);
-  req.block_size = positive("--block-size", f.block_size, 1 << 20);
-  const std::int64_t mbt = positive("--max-batched-tokens", f.max_batched_tokens, std::int64_t{1} << 30);
+  req.block_size = f.block_size == 0 ? 1 : positive("--block-size", f.block_size, 1 << 20);
+  const std::int64_t mbt = f.max_batched_tokens == 0 ? kDefaultBatchedTokens : positive("--max-batched-tokens", f.max_batched_tokens, std::int64_t{1} << 30);
   auto reserve = [&](const Parallelism& p) {
     return f.reserve_gib >= 0 ? Bytes{static_cast<std::int64_t>(f.reserve_gib * static_cast<double>(kGiB))} : activation_reserve_estimate(m, p, mbt);
   };
@@ -59,13 +95,22 @@ void register_capacity_command(CLI::App& app, Context& ctx) {
   add_layout_flags(c, f->layout, true);
   c->add_option("--kv-dtype", f->kv_dtype, "fp32 | bf16 | fp16 | fp8 | fp8_flashmla | fp4")->capture_default_str();
   c->add_option("--weight-dtype", f->weight_dtype, "fp32 | bf16 | fp16 | fp8 | mxfp4 (default: the config's quantization, else bf16)");
-  c->add_option("--mem-util", f->mem_util, "fraction of GPU memory the engine may use")->capture_default_str();
+  c->add_option("--mem-util", f->mem_util, "fraction of GPU memory the engine may use (default 0.9; with --engine: gpu_memory_utilization / mem_fraction_static / free_gpu_memory_fraction, default the profile's)");
   c->add_option("--context", f->context, "tokens per sequence for the sequence count")->capture_default_str();
-  c->add_option("--block-size", f->block_size, "page size in tokens: vLLM 16, FlashMLA 64 (1 = unpaged)")->capture_default_str();
-  c->add_option("--max-batched-tokens", f->max_batched_tokens, "tokens per forward pass for the activation estimate")->capture_default_str();
+  c->add_option("--block-size", f->block_size, "page size in tokens: vLLM 16, FlashMLA 64 (default: unpaged; with --engine the profile's)");
+  c->add_option("--max-batched-tokens", f->max_batched_tokens, "tokens per forward pass for the activation estimate (default 8192; with --engine: max_num_batched_tokens / chunked_prefill_size / max_num_tokens)");
+  c->add_option("--engine", f->engine, "vllm | sglang | trtllm[@VERSION] or a profile file: the pool that engine allocates (engines/)");
+  c->add_option("--max-model-len", f->max_model_len, "with --engine: max_model_len (default: the config's max_position_embeddings)");
+  c->add_option("--max-num-seqs", f->max_num_seqs, "with --engine: max_num_seqs / max_batch_size (the profiling sampler's rows)");
+  c->add_flag("--enforce-eager", f->enforce_eager, "with --engine: no CUDA graphs");
+  c->add_option("--mtp", f->mtp, "with --engine: speculative decoding with the MTP module, N draft tokens (loads its weights and KV layer)");
+  c->add_flag("--no-mtp", f->no_mtp, "with --engine: no MTP module (the engines' default)");
   c->add_option("--reserve-gib", f->reserve_gib, "activation/workspace reserve per GPU in GiB (default: estimated)");
   add_format_flag(c, f->format);
-  c->callback([f, &ctx] { emit(ctx, capacity(*f), f->format); });
+  c->callback([f, c, &ctx] {
+    if (c->count("--mtp") && f->no_mtp) fail_flag("--no-mtp", "true", "give --mtp N or --no-mtp, not both");
+    emit(ctx, capacity(*f, c), f->format);
+  });
 }
 
 }  // namespace mlaplan::cli

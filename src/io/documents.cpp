@@ -49,8 +49,9 @@ void add_engine_columns(Table& t, bool expands_column_for_people) {
 
 void add_engine_cells(std::vector<Value>& row, const CrossoverRow& c) {
   for (const EngineOutcome& o : c.engines) {
+    // emplace with the alternative named: GCC 12 -O3 warns maybe-uninitialized on a converting push_back.
     row.push_back(positive_or_null(o.expands_from_query));
-    row.push_back(o.worst_penalty);
+    row.emplace_back(std::in_place_type<double>, o.worst_penalty);
     row.push_back(positive_or_null(o.worst_penalty_query));
   }
 }
@@ -243,6 +244,15 @@ Document kv_document(const ModelSpec& m, const KvStudy& st) {
   return doc;
 }
 
+namespace {
+// The head of every per-deployment document: model, GPU and layout.
+std::vector<Field> deployment_fields(const ModelSpec& m, const HardwareSpec& hw, const Parallelism& par) {
+  return {{"model", "model", m.name, Unit::text},        {"gpu", "GPU", hw.name, Unit::text},
+          {"tp", "tensor parallel", par.tp, Unit::count}, {"dp", "data-parallel attention", par.dp, Unit::count},
+          {"ep", "expert parallel", par.ep, Unit::count}, {"ranks", "GPUs", par.ranks(), Unit::count}};
+}
+}  // namespace
+
 Document capacity_document(const ModelSpec& m, const HardwareSpec& hw, const CapacityStudy& st, const std::string& reserve_note) {
   const CapacityRequest& req = st.request;
   const CapacityResult& r = st.result;
@@ -253,13 +263,8 @@ Document capacity_document(const ModelSpec& m, const HardwareSpec& hw, const Cap
                                  ? std::string(to_string(req.weights.linear))
                                  : fmt::format("{} linear{}, {} other", to_string(req.weights.linear),
                                                req.weights.quantize_attention ? "" : " (attention kept dense)", to_string(req.weights.dense));
-  doc.fields = {
-      {"model", "model", m.name, Unit::text},
-      {"gpu", "GPU", hw.name, Unit::text},
-      {"tp", "tensor parallel", par.tp, Unit::count},
-      {"dp", "data-parallel attention", par.dp, Unit::count},
-      {"ep", "expert parallel", par.ep, Unit::count},
-      {"ranks", "GPUs", par.ranks(), Unit::count},
+  doc.fields = deployment_fields(m, hw, par);
+  doc.fields.insert(doc.fields.end(), {
       {"weight_dtype", "weights", wlabel, Unit::text},
       {"kv_dtype", "KV dtype", std::string(to_string(req.kv_dtype)), Unit::text},
       {"mem_util", "memory utilisation", req.mem_util, Unit::fraction},
@@ -282,7 +287,7 @@ Document capacity_document(const ModelSpec& m, const HardwareSpec& hw, const Cap
       {"max_sequences", "concurrent sequences", r.max_sequences, Unit::count},
       {"fits", "fits", r.fits(), Unit::text},
       {"reason", "reason", r.fits() ? std::string("-") : r.verdict.reason, Unit::text},
-  };
+  });
 
   Table weights{.name = "weights", .title = "Weights by group",
                 .columns = {{"group", "group", Unit::text},
@@ -320,6 +325,57 @@ Document capacity_document(const ModelSpec& m, const HardwareSpec& hw, const Cap
   for (const LayoutCapacity& l : st.layouts)
     if (!l.requested && !l.result.fits()) doc.notes.push_back(fmt::format("{}: {}.", to_string(l.par), l.result.verdict.reason));
   doc.notes.push_back(fmt::format("GPU numbers from {}; memory: {}", hw.source, hw.sources.count("memory_capacity") ? hw.sources.at("memory_capacity") : "?"));
+  return doc;
+}
+
+Document engine_capacity_document(const ModelSpec& m, const HardwareSpec& hw, const Parallelism& par, KvDtype kv, const EngineCapacity& e,
+                                  std::int64_t context) {
+  const EngineProfile& p = *e.profile;
+  Document doc;
+  doc.title = fmt::format("KV pool {} would allocate for {} on {} x {} ({})", p.name, m.name, par.ranks(), hw.name, to_string(par));
+  const std::int64_t ctx = context > 0 ? context : e.max_model_len;
+  doc.fields = deployment_fields(m, hw, par);
+  doc.fields.insert(doc.fields.end(), {
+      {"engine", "engine", p.name, Unit::text},
+      {"engine_profile", "profile", fmt::format("{} ({})", p.label(), p.file), Unit::text},
+      {"kv_dtype", "KV dtype", std::string(to_string(kv)), Unit::text},
+      {"mem_util", "memory fraction", e.mem_util, Unit::fraction},
+      {"max_model_len_tokens", "max model length (tokens)", e.max_model_len, Unit::count},
+      {"max_num_seqs", "max sequences (profiling sampler rows)", e.max_num_seqs, Unit::count},
+      {"max_batched_tokens", "max batched tokens (profiling pass)", e.max_batched_tokens, Unit::count},
+      {"block_size_tokens", "KV block (tokens)", e.block_size, Unit::count},
+      {"cuda_graphs", "CUDA graphs", e.cuda_graphs, Unit::text},
+      {"mtp_layers", "MTP layers loaded", e.mtp, Unit::count},
+      {"total_seen_bytes_per_rank", "GPU total as torch sees it", e.total_seen.value, Unit::bytes},
+      {"weight_bytes_per_rank", "weights per GPU", e.weights.value, Unit::bytes},
+      {"activation_bytes_per_rank", "profiling activation per GPU", e.activation.value, Unit::bytes},
+      {"non_torch_bytes_per_rank", "non-torch memory per GPU", e.non_torch.value, Unit::bytes},
+      {"cuda_graph_bytes_per_rank", "CUDA graphs subtracted per GPU", e.cuda_graph.value, Unit::bytes},
+      {"kv_pool_bytes_per_rank", "KV pool per GPU", e.kv_pool.value, Unit::bytes},
+      {"kv_bytes_per_token_per_rank", "KV bytes per token per GPU (engine layout)", e.kv_bytes_per_token.value, Unit::bytes},
+      {"engine_blocks_per_rank", "KV blocks per GPU", e.blocks, Unit::count},
+      {"engine_kv_tokens", "KV tokens the engine logs (per GPU)", e.engine_kv_tokens, Unit::count},
+      {"engine_max_concurrency", fmt::format("max concurrency at {} tokens (engine's figure)", e.max_model_len), e.engine_max_concurrency, Unit::decimal},
+      {"context_tokens", "context per sequence", ctx, Unit::count},
+      {"sequences_at_context_per_replica", fmt::format("whole sequences of {} tokens per DP replica", ctx), e.sequences_at_context, Unit::count},
+      {"max_sequences", "concurrent sequences in the deployment", sat_mul(e.sequences_at_context, par.dp), Unit::count},
+      {"fits", "fits", e.fits(), Unit::text},
+      {"reason", "reason", e.fits() ? std::string("-") : e.verdict.reason, Unit::text},
+  });
+  Table budget{.name = "budget", .title = "Memory budget per GPU (the lines add up to the total torch sees)",
+               .columns = {{"line", "line", Unit::text}, {"item", "item", Unit::text}, {"bytes", "bytes", Unit::bytes}, {"source", "source", Unit::text, true}},
+               .rows = {}};
+  Bytes sum{0};
+  for (const BudgetLine& l : e.lines) {
+    budget.rows.push_back({l.key, l.label, l.bytes.value, l.source.empty() ? std::string("-") : l.source});
+    sum += l.bytes;
+  }
+  budget.rows.push_back({std::string("total"), std::string("total (torch.cuda.mem_get_info)"), sum.value, hw.sources.count("memory_torch_total") ? hw.sources.at("memory_torch_total") : std::string("datasheet capacity")});
+  doc.tables.push_back(std::move(budget));
+  doc.notes = m.notes;
+  doc.notes.insert(doc.notes.end(), e.notes.begin(), e.notes.end());
+  doc.notes.push_back(fmt::format("Profile {}: {}.", p.file, p.summary));
+  doc.notes.push_back("engine_kv_tokens is per GPU: the MLA latent is replicated on every TP rank; with data-parallel attention each replica holds its own.");
   return doc;
 }
 

@@ -91,6 +91,15 @@ HardwareSpec parse_hardware(const json& j, const std::string& where) {
   // Numbers past these are not hardware (1 PiB of memory, 1 PB/s, 1 EFLOP/s, a million SMs).
   if (mem->second > 1125899906842624.0) fail_key(where, mem->first, show_json(j[mem->first]["value"]), "exceeds 1 PiB");
   hw.memory_capacity = Bytes{static_cast<std::int64_t>(std::llround(mem->second))};
+  // The totals software reports cannot exceed the physical memory.
+  auto seen_total = [&](std::initializer_list<UnitKey> keys, const std::string& field) {
+    const auto t = one_of(j, where, keys, false, hw, field);
+    if (!t) return Bytes{0};
+    if (t->second > mem->second) fail_key(where, t->first, show_json(j[t->first]["value"]), fmt::format("exceeds the memory capacity {} ({})", mem->first, show_json(j[mem->first]["value"])));
+    return Bytes{static_cast<std::int64_t>(std::llround(t->second))};
+  };
+  hw.memory_torch_total = seen_total({{"memory_torch_total_bytes", 1.0}, {"memory_torch_total_gib", static_cast<double>(kGiB)}}, "memory_torch_total");
+  hw.memory_smi_total = seen_total({{"memory_smi_total_bytes", 1.0}, {"memory_smi_total_mib", static_cast<double>(kMiB)}}, "memory_smi_total");
 
   const auto bw = one_of(j, where, {{"memory_bandwidth_tb_per_s", kTB}, {"memory_bandwidth_gb_per_s", kGB}}, true, hw,
                          "memory_bandwidth");
@@ -154,6 +163,8 @@ nlohmann::ordered_json hardware_to_json(const HardwareSpec& hw) {
   j["vendor"] = hw.vendor;
   if (!hw.aliases.empty()) j["aliases"] = hw.aliases;
   j["memory_capacity_bytes"] = sourced_json(static_cast<double>(hw.memory_capacity.value), hw, "memory_capacity");
+  if (hw.memory_torch_total.value > 0) j["memory_torch_total_bytes"] = sourced_json(static_cast<double>(hw.memory_torch_total.value), hw, "memory_torch_total");
+  if (hw.memory_smi_total.value > 0) j["memory_smi_total_bytes"] = sourced_json(static_cast<double>(hw.memory_smi_total.value), hw, "memory_smi_total");
   j["memory_bandwidth_gb_per_s"] = sourced_json(hw.memory_bandwidth.value / kGB, hw, "memory_bandwidth");
   for (const auto& [d, peak] : hw.dense_peak)
     j["dense_peak_tflops"][std::string(to_string(d))] = sourced_json(peak.value / kTB, hw, "peak_" + std::string(to_string(d)));

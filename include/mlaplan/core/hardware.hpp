@@ -23,7 +23,12 @@ struct HardwareSpec {
   std::string vendor;
   std::string source;                          // file it came from
   std::vector<std::string> aliases;
-  Bytes memory_capacity{0};
+  Bytes memory_capacity{0};                    // the datasheet's figure, in exact bytes
+  // What the software sees. torch.cuda.mem_get_info()'s total (vLLM's and TensorRT-LLM's budgets
+  // start from it) and nvidia-smi's memory.total (SGLang's default-fraction rule reads it); both
+  // are below the datasheet figure (ECC, driver reservations). 0 = not known for this GPU.
+  Bytes memory_torch_total{0};
+  Bytes memory_smi_total{0};
   BytesPerSecond memory_bandwidth{0};
   std::map<DType, FlopsPerSecond> dense_peak;  // dense (not 2:4-sparse) peaks
   std::int64_t sm_count = 0;                   // SMs (NVIDIA) or CUs (AMD)

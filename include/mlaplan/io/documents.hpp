@@ -5,6 +5,7 @@
 #include <string>
 
 #include "mlaplan/core/hardware.hpp"
+#include "mlaplan/core/engine_memory.hpp"
 #include "mlaplan/core/study.hpp"
 #include "mlaplan/io/table.hpp"
 
@@ -30,6 +31,9 @@ Document models_document();  // the bundled models with their key figures
 Document gpus_document();    // the bundled GPUs
 Document kv_document(const ModelSpec& m, const KvStudy& st);
 Document capacity_document(const ModelSpec& m, const HardwareSpec& hw, const CapacityStudy& st, const std::string& reserve_note);
+// `capacity --engine`: the engine's memory budget line by line and what the engine would log.
+Document engine_capacity_document(const ModelSpec& m, const HardwareSpec& hw, const Parallelism& par, KvDtype kv, const EngineCapacity& e,
+                                  std::int64_t context);
 Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload& w, const CostStudy& st);
 Document crossover_document(const ModelSpec& m, const RooflineUsed& r, const CrossoverSweepSpec& spec, const CrossoverStudy& st);
 

@@ -1,0 +1,341 @@
+// Engine-faithful capacity: the profiles in engines/, each engine's budget rule, the public logs they
+// reproduce, and hostile profiles and log tables.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+#include "mlaplan/core/engine_memory.hpp"
+#include "mlaplan/core/params.hpp"
+#include "mlaplan/io/engine_json.hpp"
+#include "mlaplan/io/engine_logs.hpp"
+#include "mlaplan/io/error.hpp"
+#include "mlaplan/io/registry.hpp"
+
+using namespace mlaplan;
+using mlaplan::test::run;
+
+namespace {
+
+constexpr double G = static_cast<double>(kGiB);
+Bytes gib(double g) { return Bytes{std::llround(g * G)}; }
+
+Bytes weights_without_mtp(const ModelSpec& m, const WeightPlan& w, const Parallelism& par) {
+  Bytes b{0};
+  for (const WeightTensor& t : weight_tensors(m))
+    if (t.group != WeightGroup::mtp) b += tensor_bytes_per_rank(m, t, w, par);
+  return b;
+}
+
+Bytes sum_lines(const EngineCapacity& e) {
+  Bytes s{0};
+  for (const BudgetLine& l : e.lines) s += l.bytes;
+  return s;
+}
+
+// A profile JSON with one parameter replaced (or removed when value is null).
+nlohmann::json profile_with(const std::string& key, const nlohmann::json& value) {
+  nlohmann::json j = nlohmann::json::parse(R"({"engine": "trtllm", "name": "t", "since": "1.0", "summary": "s", "parameters": {}})");
+  const EngineProfile base = load_engine("trtllm");
+  for (const auto& [k, v] : base.params) j["parameters"][k] = {{"value", v.value}, {"source", v.source}};
+  j["parameters"]["mla_latent_cache"]["value"] = true;
+  j["parameters"]["moe_over_dp"]["value"] = true;
+  j["parameters"]["dense_mlp_over_dp"]["value"] = false;
+  j["parameters"]["loads_mtp"]["value"] = false;
+  if (value.is_null()) j["parameters"].erase(key);
+  else j["parameters"][key] = value;
+  return j;
+}
+
+std::string parse_error(const nlohmann::json& j) {
+  try {
+    (void)parse_engine_profile(j, "p.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+std::string csv_error(const std::string& text) {
+  try {
+    (void)parse_engine_log_csv(text, "logs.csv");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+const std::string kHeader =
+    "id,engine,model,gpu,tp,dp,ep,weight_dtype,kv_dtype,mem_util,max_model_len,max_num_seqs,max_batched_tokens,block_size,"
+    "enforce_eager,mtp,logged_kv_tokens,logged_kv_gib,logged_weights_gib,logged_activation_gib,logged_non_torch_gib,kind,source\n";
+
+}  // namespace
+
+TEST_CASE("vLLM 0.7.3 and DeepSeek-R1 on 8 x H200: the budget worked by hand", "[engine][example]") {
+  const ModelSpec m = test::model("deepseek-r1");
+  const HardwareSpec hw = load_gpu("h200");
+  const EngineProfile p = load_engine("vllm@0.7.3");
+  CHECK(p.since.text == "0.7.2");
+  const Parallelism par{8, 1, 1};
+  EngineSettings s;
+  s.mem_util = 0.85;
+  s.max_model_len = 128000;
+  s.max_num_seqs = 1024;
+  s.max_batched_tokens = 32000;
+  s.block_size = 16;
+  const WeightPlan w = default_weight_plan(m);
+  const EngineCapacity e = engine_capacity(m, hw, p, w, par, KvDtype::bf16, s, 0);
+
+  // torch's total: 139.81 GiB; 0.85 of it usable.
+  CHECK(e.total_seen.value == 150119844413);
+  CHECK(e.lines[0].bytes.value == 150119844413 - 127601867751);
+  // Weights: the checkpoint's without MTP, plus per layer (61) the bf16 W_UK and W_UV copies
+  // (2 · 16 heads · 128 · 512 · 2 B = 4,194,304 B) and the fp8 folds W_UQ·W_UK (8,192 × 1,536 + 64·12
+  // block scales · 4 B = 12,585,984 B) and W_UV·W_O (7,168 × 8,192 + 56·64·4 = 58,734,592 B).
+  CHECK(e.weights == weights_without_mtp(m, w, par) + Bytes{(4194304LL + 12585984 + 58734592) * 61});
+  // Activation: the fused-MoE peak over 32,000 tokens (chunk 32,768): 4 hidden copies
+  // 2·32000·4·7168 + workspace 2·32000·8·(512 + 256 + 7168) + fp8 input 32000·7168.
+  CHECK(e.activation.value == 1835008000 + 4063232000 + 229376000);
+  // The sampler over 1,024 rows peaks lower: 38 · 1024 · 129280 + 2·32000·7168 + 2·1024·7168.
+  CHECK(38LL * 1024 * 129280 + 2LL * 32000 * 7168 + 2LL * 1024 * 7168 < e.activation.value);
+  // Non-torch: 1.79 GiB + 3 doublings · 1.79 GiB.
+  CHECK(e.non_torch == gib(7.16));
+  // The latent padded to 256 B: 576 · 2 = 1,152 -> 1,280 B per layer, · 61 layers.
+  CHECK(e.kv_bytes_per_token.value == 78080);
+  const std::int64_t budget = 127601867751 - e.weights.value - e.activation.value - e.non_torch.value;
+  CHECK(e.blocks == budget / (78080 * 16));
+  CHECK(e.engine_kv_tokens == e.blocks * 16);
+  CHECK(sum_lines(e) == e.total_seen);
+  // The log: 294,688 tokens (18,418 blocks of 16).
+  CHECK(std::abs(static_cast<double>(e.engine_kv_tokens) / 294688.0 - 1) < 0.05);
+  CHECK(e.engine_max_concurrency == Approx(static_cast<double>(e.engine_kv_tokens) / 128000.0));
+}
+
+TEST_CASE("SGLang 0.4.3 and DeepSeek-R1 on 16 x H20: mem_fraction_static of the memory before weights", "[engine][example]") {
+  const ModelSpec m = test::model("deepseek-r1");
+  const HardwareSpec hw = load_gpu("h20");
+  const EngineProfile p = load_engine("sglang@0.4.3");
+  EngineSettings s;
+  s.mem_util = 0.93;
+  const Parallelism par{16, 1, 1};
+  const WeightPlan w = default_weight_plan(m);
+  const EngineCapacity e = engine_capacity(m, hw, p, w, par, KvDtype::bf16, s, 0);
+  // Cell: (512 + 64) · 61 · 2 B; no pages in 0.4.3.
+  CHECK(e.kv_bytes_per_token.value == 70272);
+  CHECK(e.block_size == 1);
+  // F0 = 95.00 GiB − 0.61 GiB (CUDA context); KV = 0.93 · F0 − weights (experts TP-split, W_UK/W_UV
+  // copies in fp8: 16/16 heads... one head per rank: 128·512 + 128·512 fp8 plus block scales).
+  const double f0 = static_cast<double>(gib(95.00).value - gib(0.61).value);
+  const double expected = std::floor((0.93 * f0 - static_cast<double>(e.weights.value)) / 70272.0);
+  CHECK(std::abs(static_cast<double>(e.engine_kv_tokens) - expected) <= 1.0);
+  CHECK(e.weights > weights_without_mtp(m, w, par));
+  CHECK(sum_lines(e) == e.total_seen);
+  CHECK(std::abs(static_cast<double>(e.engine_kv_tokens) / 712400.0 - 1) < 0.05);
+  // The default fraction follows TP: 0.79 at TP 16, 0.88 at TP 1.
+  const EngineCapacity d = engine_capacity(m, hw, p, w, par, KvDtype::bf16, EngineSettings{}, 0);
+  CHECK(d.mem_util == 0.79);
+}
+
+TEST_CASE("TensorRT-LLM: the fraction applies to what is free after the warm-up", "[engine][example]") {
+  const ModelSpec m = test::model("llama-3.1-8b");
+  const HardwareSpec hw = load_gpu("h100-sxm");
+  const EngineProfile p = load_engine("trtllm");
+  const EngineCapacity e = engine_capacity(m, hw, p, default_weight_plan(m), Parallelism{}, KvDtype::bf16, EngineSettings{}, 0);
+  const Bytes free_after = e.total_seen - e.weights - e.activation - e.non_torch;
+  const double kv = std::floor(static_cast<double>(free_after.value) * 0.9);
+  CHECK(e.block_size == 32);
+  CHECK(e.blocks == static_cast<std::int64_t>(kv) / (131072 * 32));
+  CHECK(sum_lines(e) == e.total_seen);
+}
+
+TEST_CASE("vLLM before MLA support caches per-head K and V padded to 256", "[engine][example]") {
+  const ModelSpec m = test::model("deepseek-v2-lite");
+  const EngineProfile old = load_engine("vllm@0.6.5");
+  const EngineProfile v1 = load_engine("vllm");
+  // 27 layers · 16 heads · 256 · 2 (K and V) · 2 B.
+  CHECK(engine_kv_bytes_per_token(m, old, KvDtype::fp16, Parallelism{}, 0).value == 27 * 16 * 256 * 2 * 2);
+  // Later: the 576-wide latent, 1,152 B per layer.
+  CHECK(engine_kv_bytes_per_token(m, v1, KvDtype::bf16, Parallelism{}, 0).value == 27 * 1152);
+  // V1 forces FlashMLA's 64-token blocks on MLA models.
+  const EngineCapacity e = engine_capacity(m, load_gpu("h100-sxm"), v1, default_weight_plan(m), Parallelism{}, KvDtype::bf16, EngineSettings{}, 0);
+  CHECK(e.block_size == 64);
+}
+
+TEST_CASE("MTP loads its weights and one more cache layer and engines leave it out by default", "[engine][example]") {
+  const ModelSpec m = test::model("deepseek-v3");
+  const HardwareSpec hw = load_gpu("h200");
+  const EngineProfile p = load_engine("vllm");
+  const Parallelism par{8, 1, 1};
+  EngineSettings on;
+  on.mtp = 1;
+  const EngineCapacity off = engine_capacity(m, hw, p, default_weight_plan(m), par, KvDtype::bf16, EngineSettings{}, 0);
+  const EngineCapacity with = engine_capacity(m, hw, p, default_weight_plan(m), par, KvDtype::bf16, on, 0);
+  CHECK(off.mtp == 0);
+  CHECK(with.mtp == 1);
+  CHECK(with.kv_bytes_per_token.value == 62 * 1152);
+  CHECK(off.kv_bytes_per_token.value == 61 * 1152);
+  CHECK(with.weights > off.weights);
+  CHECK(with.engine_kv_tokens < off.engine_kv_tokens);
+}
+
+TEST_CASE("DP attention: experts split over all ranks and attention whole on each", "[engine][example]") {
+  const ModelSpec m = test::model("deepseek-r1");
+  const EngineProfile sg = load_engine("sglang");
+  const WeightPlan w = default_weight_plan(m);
+  const Parallelism dp{1, 8, 1}, tp{8, 1, 1};
+  const Bytes dpw = engine_weight_bytes(m, sg, w, dp, false);
+  const Bytes tpw = engine_weight_bytes(m, sg, w, tp, false);
+  // Routed experts are the same share in both; attention and embeddings are whole under DP.
+  Bytes experts{0};
+  for (const WeightTensor& t : weight_tensors(m))
+    if (t.group == WeightGroup::routed_experts) experts += tensor_bytes(t, w);
+  CHECK(dpw > tpw);
+  CHECK(dpw < tpw + experts);  // not the whole expert set: split over the 8 ranks
+}
+
+TEST_CASE("Every profile on every bundled model: budget lines add up and tokens fit the pool", "[engine][property]") {
+  std::vector<HardwareSpec> gpus = {load_gpu("h100-sxm"), load_gpu("h200"), load_gpu("b200"), load_gpu("rtx-4090")};
+  for (const EngineProfile& p : bundled_engines()) {
+    for (const ModelSpec& m : test::all_models()) {
+      for (const HardwareSpec& hw : gpus) {
+        for (std::int64_t tp : {1, 8}) {
+          const Parallelism par{tp, 1, 1};
+          if (!check_layout(m, par).ok()) continue;
+          INFO(p.label() << " " << m.name << " " << hw.name << " TP" << tp);
+          const EngineCapacity e = engine_capacity(m, hw, p, default_weight_plan(m), par, KvDtype::bf16, EngineSettings{}, 8192);
+          CHECK(sum_lines(e) == e.total_seen);
+          CHECK(e.engine_kv_tokens % e.block_size == 0);
+          CHECK(e.kv_pool.value == e.blocks * e.block_size * e.kv_bytes_per_token.value);
+          CHECK(e.kv_bytes_per_token.value >= (kv_bytes_per_token(m, KvDtype::bf16, tp).total() + indexer_bytes_per_token(m)).value);
+          CHECK(e.fits() == (e.kv_pool.value > 0 && e.sequences_at_context >= 1));
+          for (const BudgetLine& l : e.lines)
+            if (l.key != "over_budget") CHECK(l.bytes.value >= 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("Every bundled engine log is reproduced within 5%", "[engine][validation]") {
+  const auto checks = check_engine_logs(read_engine_logs(std::string(MLAPLAN_TEST_SOURCE_DIR) + "/validate/published/engine-logs"));
+  REQUIRE(checks.size() >= 8);
+  for (const EngineLogCheck& c : checks) {
+    INFO(c.row.id << ": " << c.error);
+    CHECK(std::abs(c.error) <= 0.05);
+  }
+}
+
+TEST_CASE("capacity with an engine: the flagship command and its JSON keys", "[engine][cli]") {
+  const auto r = run("capacity --model deepseek-r1 --gpu h200 --tp 8 --engine vllm@0.7.3 --mem-util 0.85 --max-model-len 128000 "
+                     "--max-batched-tokens 32000 --block-size 16 --format json");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const double tokens = j["engine_kv_tokens"].get<double>();
+  CHECK(std::abs(tokens / 294688.0 - 1) < 0.05);
+  CHECK(j.contains("engine_max_concurrency"));
+  std::int64_t sum = 0;
+  for (const auto& row : j["budget"])
+    if (row["line"] != "total") sum += row["bytes"].get<std::int64_t>();
+  CHECK(sum == j["total_seen_bytes_per_rank"].get<std::int64_t>());
+
+  const auto plain = run("capacity --model deepseek-r1 --gpu h200 --tp 8 --format json");
+  REQUIRE(plain.code == 0);
+  CHECK(!nlohmann::json::parse(plain.out).contains("engine_kv_tokens"));
+}
+
+TEST_CASE("Engine names and versions resolve or exit 2 naming the flag", "[engine][hostile]") {
+  CHECK(load_engine("vllm").since.text == "0.8.0");
+  CHECK(load_engine("VLLM@0.7.3").since.text == "0.7.2");
+  CHECK(load_engine("vllm@0.8.5").since.text == "0.8.0");
+  CHECK(load_engine("tensorrt-llm").family == EngineFamily::trtllm);
+  auto expect = [](const std::string& args, const std::string& message) {
+    INFO(args);
+    const auto r = run(args);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "mlaplan: " + message + "\n");
+  };
+  expect("capacity --engine vllmm", "--engine: value 'vllmm': expected vllm, sglang or trtllm, optionally @VERSION; did you mean 'vllm'?");
+  expect("capacity --engine vllm@0.5.0", "--engine: value 'vllm@0.5.0': older than every bundled vllm profile (the oldest describes 0.6.5 and later)");
+  expect("capacity --engine vllm@x.y", "--engine: value 'vllm@x.y': expected a version such as 0.7.3 after '@'");
+  expect("capacity --engine /nonexistent/p.json", "/nonexistent/p.json: no such file");
+  expect("capacity --max-model-len 4096", "--max-model-len: value '4096': an engine setting: give --engine vllm|sglang|trtllm[@VERSION] with it");
+  expect("capacity --engine vllm --reserve-gib 4", "--reserve-gib: value '4': the engine's profile sizes activations; leave --reserve-gib out with --engine");
+  expect("capacity --engine vllm --model llama-3.1-8b --mtp 1", "--mtp: value '1': meta-llama/Llama-3.1-8B has no MTP module (num_nextn_predict_layers is 0)");
+  expect("capacity --engine vllm --mtp 1 --no-mtp", "--no-mtp: value 'true': give --mtp N or --no-mtp, not both");
+  expect("capacity --engine vllm --mtp 0", "--mtp: value '0': expected speculative tokens from 1 to 64");
+  expect("capacity --engine vllm --max-num-seqs 0", "--max-num-seqs: value '0': must be a positive integer");
+}
+
+TEST_CASE("Hostile engine profiles: one line naming the file and key and value", "[engine][hostile]") {
+  CHECK(parse_error(profile_with("mem_util", {{"value", 1.5}, {"source", "x"}})) ==
+        "p.json: key 'parameters.mem_util.value' = 1.5: expected a fraction in (0, 1]");
+  CHECK(parse_error(profile_with("mem_util", {{"value", 0.9}})) ==
+        "p.json: key 'parameters.mem_util.source' = (absent): every engine number needs a source");
+  CHECK(parse_error(profile_with("mem_util", {{"value", 0.9}, {"source", ""}})) ==
+        "p.json: key 'parameters.mem_util.source' = \"\": every engine number needs a source");
+  CHECK(parse_error(profile_with("mem_utl", {{"value", 0.9}, {"source", "x"}})) ==
+        "p.json: key 'parameters.mem_utl' = {\"source\":\"x\",\"value\":0.9}: not a trtllm parameter; did you mean 'mem_util'?");
+  CHECK(parse_error(profile_with("pre_load_gib", {{"value", 1}, {"source", "x"}})) ==
+        "p.json: key 'parameters.pre_load_gib' = {\"source\":\"x\",\"value\":1}: not a trtllm parameter");
+  CHECK(parse_error(profile_with("block_size", {{"value", 1.5}, {"source", "x"}})) ==
+        "p.json: key 'parameters.block_size.value' = 1.5: expected a whole number from 0 to 10^12");
+  CHECK(parse_error(profile_with("loads_mtp", {{"value", 1}, {"source", "x"}})) ==
+        "p.json: key 'parameters.loads_mtp.value' = 1: expected true or false");
+  CHECK(parse_error(profile_with("non_torch_gib", {{"value", -1}, {"source", "x"}})) ==
+        "p.json: key 'parameters.non_torch_gib.value' = -1: expected GiB from 0 to 10^6");
+  CHECK(parse_error(profile_with("non_torch_gib", {{"value", "1"}, {"source", "x"}})) ==
+        "p.json: key 'parameters.non_torch_gib.value' = \"1\": expected a number");
+  CHECK(parse_error(profile_with("non_torch_gib", {{"value", 1}, {"source", "x"}, {"note", "y"}})) ==
+        "p.json: key 'parameters.non_torch_gib.note' = \"y\": unknown key (value, source)");
+  CHECK(parse_error(profile_with("mem_util", nullptr)) == "p.json: key 'parameters.mem_util' = (absent): required for trtllm");
+  nlohmann::json j = profile_with("mem_util", {{"value", 0.9}, {"source", "x"}});
+  j["engine"] = "tgi";
+  CHECK(parse_error(j) == "p.json: key 'engine' = \"tgi\": expected vllm, sglang or trtllm");
+  j["engine"] = "trtllm";
+  j["since"] = "1..2";
+  CHECK(parse_error(j) == "p.json: key 'since' = \"1..2\": expected a version such as 0.7.3");
+  j["since"] = "1.0";
+  j["extra"] = 1;
+  CHECK(parse_error(j) == "p.json: key 'extra' = 1: unknown key (engine, name, since, summary, parameters)");
+  CHECK(parse_error(nlohmann::json::array()) == "p.json: expected a JSON object");
+  // Every bundled profile parses and names a source for every number.
+  for (const EngineProfile& p : bundled_engines())
+    for (const auto& [k, v] : p.params) CHECK(!v.source.empty());
+}
+
+TEST_CASE("Hostile engine-log tables: one line naming the file and row and column and value", "[engine][hostile]") {
+  const std::string ok = "a,vllm,llama-3.1-8b,h100-sxm,1,1,1,,bf16,0.9,8192,,,,,,,53.29,,,,logged,src\n";
+  CHECK(csv_error(kHeader + ok) == "(accepted)");
+  CHECK(csv_error("") == "logs.csv: empty file: expected a header row and log rows");
+  CHECK(csv_error(kHeader) == "logs.csv: no log rows under the header");
+  std::string bad_header = kHeader;
+  bad_header.replace(bad_header.find("mem_util"), 8, "mem_utl");
+  CHECK(csv_error(bad_header + ok) == "logs.csv: key 'header' = mem_utl: unknown column; did you mean 'mem_util'?");
+  CHECK(csv_error(kHeader + "a,vllm\n") == "logs.csv, row 2: 2 cells where the header has 23");
+  CHECK(csv_error(kHeader + "a,vllm,llama-3.1-8b,h100-sxm,x,1,1,,bf16,0.9,8192,,,,,,,53.29,,,,logged,src\n") ==
+        "logs.csv, row 2: key 'tp' = x: expected a number");
+  CHECK(csv_error(kHeader + "a,vllm,llama-3.1-8b,h100-sxm,1,1,1,,bf16,1.5,8192,,,,,,,53.29,,,,logged,src\n") ==
+        "logs.csv, row 2: key 'mem_util' = 1.5: expected a number from 0 to 1");
+  CHECK(csv_error(kHeader + "a,vllm,llama-3.1-8b,h100-sxm,1,1,1,,bf16,0.9,8192,,,,maybe,,,53.29,,,,logged,src\n") ==
+        "logs.csv, row 2: key 'enforce_eager' = maybe: expected true or false");
+  CHECK(csv_error(kHeader + "a,vllm,llama-3.1-8b,h100-sxm,1,1,1,,bf16,0.9,8192,,,,,,,,,,,logged,src\n") ==
+        "logs.csv, row 2: key 'logged_kv_tokens' = (empty): a row needs logged_kv_tokens or a positive logged_kv_gib");
+  CHECK(csv_error(kHeader + "a,vllm,llama-3.1-8b,h100-sxm,1,1,1,,bf16,0.9,8192,,,,,,,53.29,,,,guessed,src\n") ==
+        "logs.csv, row 2: key 'kind' = guessed: expected logged or derived");
+  CHECK(csv_error(kHeader + ",vllm,llama-3.1-8b,h100-sxm,1,1,1,,bf16,0.9,8192,,,,,,,53.29,,,,logged,src\n") ==
+        "logs.csv, row 2: key 'id' = (empty): required");
+  CHECK(csv_error(kHeader + "a,vllm,llama-3.1-8b,h100-sxm,1,1,1,,bf16,0.9,1e400,,,,,,,53.29,,,,logged,src\n") ==
+        "logs.csv, row 2: key 'max_model_len' = 1e400: expected a number");
+  // A row the profile cannot serve names the row.
+  const auto rows = parse_engine_log_csv(kHeader + "a,vllm,deepseek-v3,rtx-4090,1,1,1,,bf16,0.9,8192,,,,,,,1,,,,logged,src\n", "logs.csv");
+  try {
+    (void)check_engine_logs(rows);
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).rfind("logs.csv (row 'a'): the profile leaves no KV pool", 0) == 0);
+  }
+}
