@@ -72,11 +72,35 @@ TEST_CASE("Tokens and sequences fill the pool without overflowing it, for every 
       q.block_size = block;
       const CapacityResult r = plan_capacity(m, h, q);
       const std::int64_t per = r.kv_bytes_per_token_per_rank.value;
-      CHECK(r.max_tokens_per_rank % block == 0);
-      CHECK(r.max_tokens_per_rank * per <= r.kv_pool_bytes_per_rank.value);
-      CHECK((r.max_tokens_per_rank + block) * per > r.kv_pool_bytes_per_rank.value);
+      if (m.uniform_layers()) {  // with windows, tokens follow the sequences (the next test)
+        CHECK(r.max_tokens_per_rank % block == 0);
+        CHECK(r.max_tokens_per_rank * per <= r.kv_pool_bytes_per_rank.value);
+        CHECK((r.max_tokens_per_rank + block) * per > r.kv_pool_bytes_per_rank.value);
+      }
       CHECK(r.sequences_per_rank * r.sequence_bytes_per_rank.value <= r.kv_pool_bytes_per_rank.value);
       CHECK((r.sequences_per_rank + 1) * r.sequence_bytes_per_rank.value > r.kv_pool_bytes_per_rank.value);
+    }
+  }
+}
+
+TEST_CASE("With sliding windows tokens and sequences x context agree", "[capacity][property]") {
+  for (const ModelSpec& m : mlaplan::test::all_models()) {
+    if (!m.has_sliding_layers()) continue;
+    for (std::int64_t ctx : {1024, 8192, 32768, 131072}) {
+      CapacityRequest q;
+      q.weights = default_weight_plan(m);
+      q.context = ctx;
+      q.block_size = 16;
+      const CapacityResult r = plan_capacity(m, load_gpu("h100-sxm"), q);
+      INFO(m.name << " context " << ctx);
+      if (!r.fits()) continue;
+      CHECK(r.max_tokens_per_rank >= r.sequences_per_rank * ctx);
+      CHECK(r.max_tokens_per_rank < (r.sequences_per_rank + 1) * ctx);
+      // The partial sequence fits in what the whole ones leave, one more token would not.
+      const std::int64_t part = r.max_tokens_per_rank - r.sequences_per_rank * ctx;
+      const Bytes rest = r.kv_pool_bytes_per_rank - r.sequence_bytes_per_rank * r.sequences_per_rank;
+      CHECK(sequence_kv_bytes(m, q.kv_dtype, 1, part, 16) <= rest);
+      if (part + 1 < ctx) CHECK(sequence_kv_bytes(m, q.kv_dtype, 1, part + 1, 16) > rest);
     }
   }
 }

@@ -23,6 +23,7 @@ struct ReportFlags {
   std::vector<std::string> models, gpus, kv_dtypes;
   std::string layouts, contexts, prefixes, tps;
   std::int64_t batch = 0;
+  std::string engine;
 };
 
 ReportSpec spec_from(const ReportFlags& f) {
@@ -47,6 +48,7 @@ ReportSpec spec_from(const ReportFlags& f) {
   if (!f.prefixes.empty()) s.prefixes = f.prefixes;
   if (!f.tps.empty()) s.crossover_tps = parse_int_list("--tp", f.tps);
   if (f.batch != 0) s.batch = positive("--batch", f.batch, 10'000'000);
+  if (!f.engine.empty()) s.engine = f.engine;
   if (!f.models.empty() && f.spec_file.empty()) {
     s.title = f.models.front();
     if (!f.gpus.empty()) s.title += " on " + f.gpus.front();
@@ -82,6 +84,7 @@ void register_report_command(CLI::App& app, Context& ctx) {
   c->add_option("--layouts", f->layouts, "TPxDPxEP,... e.g. 8x1x1,1x8x8");
   c->add_option("--context", f->contexts, "contexts for the capacity table, e.g. 4096,32768");
   c->add_option("--prefix", f->prefixes, "crossover prefixes, e.g. 0:131072:x2");
+  c->add_option("--engine", f->engine, "capacity as vllm | sglang | trtllm[@VERSION] allocates it (engines/)");
   c->add_option("--tp", f->tps, "crossover and intensity TP sizes, e.g. 1,2,4,8");
   c->add_option("--batch", f->batch, "sequences per step for intensity and crossover");
   c->callback([f, &ctx] {

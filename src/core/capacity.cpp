@@ -41,6 +41,20 @@ CapacityResult plan_capacity(const ModelSpec& m, const HardwareSpec& hw, const C
                              ? r.kv_pool_bytes_per_rank.value / r.sequence_bytes_per_rank.value
                              : 0;
   r.max_sequences = sat_mul(r.sequences_per_rank, req.par.dp);
+  if (m.has_sliding_layers() && r.sequence_bytes_per_rank.value > 0) {
+    // With windows a token's cost depends on the sequence it is in, so "tokens" are the tokens of
+    // context held in sequences of `context` tokens: the whole sequences, then the longest partial
+    // one the rest of the pool holds. Tokens and sequences x context then agree.
+    const Bytes rest = r.kv_pool_bytes_per_rank - r.sequence_bytes_per_rank * r.sequences_per_rank;
+    std::int64_t lo = 0, hi = req.context - 1;  // the partial sequence is shorter than a whole one
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo + 1) / 2;
+      if (sequence_kv_bytes(m, req.kv_dtype, req.par.tp, mid, block) <= rest) lo = mid;
+      else hi = mid - 1;
+    }
+    r.max_tokens_per_rank = sat_add(sat_mul(r.sequences_per_rank, req.context), lo);
+    r.max_tokens_cluster = sat_mul(r.max_tokens_per_rank, req.par.dp);
+  }
 
   if (left.value <= 0) {
     r.verdict = Verdict::no("weights and reserve exceed the usable memory per rank");

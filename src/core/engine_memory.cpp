@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "mlaplan/core/capacity.hpp"
 
 namespace mlaplan {
 
@@ -326,6 +325,30 @@ EngineCapacity engine_capacity(const ModelSpec& m, const HardwareSpec& hw, const
   const double seq_bytes = static_cast<double>(seq.value) * scale;
   r.sequences_at_context = seq_bytes > 0 ? static_cast<std::int64_t>(std::floor(static_cast<double>(r.kv_pool.value) / seq_bytes)) : 0;
   if (r.sequences_at_context < 1) r.verdict = Verdict::no("the engine's KV pool cannot hold one sequence of the requested context");
+  return r;
+}
+
+CapacityResult as_capacity_result(const EngineCapacity& e, const ModelSpec& m, const Parallelism& par, KvDtype kv, std::int64_t context) {
+  CapacityResult r;
+  r.verdict = e.verdict;
+  if (e.lines.empty()) return r;  // the layout cannot run the model
+  r.params = count_params(m);
+  r.memory_per_rank = e.total_seen;
+  Bytes outside{0}, budget{0};
+  for (const BudgetLine& l : e.lines) {
+    if (l.key == "held_back" || l.key == "pre_load") outside += l.bytes;
+    if (l.key == "kv_pool" || l.key == "block_rounding" || l.key == "over_budget") budget += l.bytes;
+  }
+  r.usable_per_rank = e.total_seen - outside;
+  r.weight_bytes_per_rank = e.weights;
+  r.reserve_bytes_per_rank = r.usable_per_rank - e.weights - budget;
+  r.kv_pool_bytes_per_rank = e.kv_pool;
+  r.kv_bytes_per_token_per_rank = e.kv_bytes_per_token;
+  r.max_tokens_per_rank = e.engine_kv_tokens;
+  r.max_tokens_cluster = sat_mul(e.engine_kv_tokens, par.dp);
+  r.sequence_bytes_per_rank = sequence_kv_bytes(m, kv, par.tp, context > 0 ? context : e.max_model_len, e.block_size);
+  r.sequences_per_rank = e.sequences_at_context;
+  r.max_sequences = sat_mul(e.sequences_at_context, par.dp);
   return r;
 }
 

@@ -246,14 +246,17 @@ ReportStudy report_study(const ReportInputs& in, const Progress& progress) {
           req.mem_util = in.mem_util;
           req.block_size = in.block_size;
           req.reserve = activation_reserve_estimate(m, lay, in.batched_tokens);
-          for (std::int64_t ctx : in.contexts) {
+          auto result = [&](std::int64_t ctx) {
+            if (in.engine)
+              return as_capacity_result(engine_capacity(m, g, *in.engine, req.weights, lay, d, in.engine_settings, ctx), m, lay, d, ctx);
             req.context = ctx;
-            st.capacity.push_back(CapacityRow{.model = &l, .gpu = &g, .par = lay, .kv = d, .context = ctx, .result = plan_capacity(m, g, req)});
-          }
-          for (double ctx : in.sequence_contexts) {
-            req.context = static_cast<std::int64_t>(ctx);
-            st.sequences.push_back(
-                CapacityRow{.model = &l, .gpu = &g, .par = lay, .kv = d, .context = req.context, .result = plan_capacity(m, g, req)});
+            return plan_capacity(m, g, req);
+          };
+          for (std::int64_t ctx : in.contexts)
+            st.capacity.push_back(CapacityRow{.model = &l, .gpu = &g, .par = lay, .kv = d, .context = ctx, .result = result(ctx)});
+          for (double c : in.sequence_contexts) {
+            const auto ctx = static_cast<std::int64_t>(c);
+            st.sequences.push_back(CapacityRow{.model = &l, .gpu = &g, .par = lay, .kv = d, .context = ctx, .result = result(ctx)});
           }
         }
       }

@@ -320,6 +320,10 @@ Document capacity_document(const ModelSpec& m, const HardwareSpec& hw, const Cap
 
   doc.notes = m.notes;
   doc.notes.push_back(reserve_note);
+  if (m.has_sliding_layers())
+    doc.notes.push_back(fmt::format("Sliding-window layers keep only their window, so a token's cost depends on its sequence: tokens are the tokens of "
+                                    "context held in sequences of {} tokens (whole ones, then the longest partial one).",
+                                    req.context));
   if (m.is_mla())
     doc.notes.push_back("The MLA latent is replicated on every TP rank, so TP adds no KV capacity; data-parallel attention gives each GPU its own sequences.");
   for (const LayoutCapacity& l : st.layouts)

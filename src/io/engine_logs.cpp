@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "mlaplan/core/capacity.hpp"
 #include "mlaplan/core/params.hpp"
 #include "mlaplan/io/engine_json.hpp"
 #include "mlaplan/io/error.hpp"
@@ -174,12 +175,26 @@ std::vector<EngineLogCheck> check_engine_logs(const std::vector<EngineLogRow>& r
     c.predicted_weights_gib = static_cast<double>(e.weights.value) / G;
     c.predicted_activation_gib = static_cast<double>(e.activation.value) / G;
     c.predicted_non_torch_gib = static_cast<double>(e.non_torch.value) / G;
+    c.budget_has_activation = p.family != EngineFamily::sglang;
+    CapacityRequest plain;
+    plain.kv_dtype = *kv;
+    plain.weights = w;
+    plain.par = r.par;
+    plain.mem_util = r.settings.mem_util.value_or(0.9);
+    plain.context = e.max_model_len;
+    plain.block_size = e.block_size;
+    plain.reserve = activation_reserve_estimate(m, r.par, r.settings.max_batched_tokens.value_or(kDefaultBatchedTokens));
+    const CapacityResult pr = plan_capacity(m, hw, plain);
+    c.plain_kv_tokens = pr.max_tokens_per_rank;
+    c.plain_kv_gib = static_cast<double>(pr.kv_pool_bytes_per_rank.value) / G;
     if (r.logged_kv_tokens) {
       c.metric = "tokens";
       c.error = static_cast<double>(c.predicted_kv_tokens) / static_cast<double>(*r.logged_kv_tokens) - 1.0;
+      c.plain_error = static_cast<double>(c.plain_kv_tokens) / static_cast<double>(*r.logged_kv_tokens) - 1.0;
     } else {
       c.metric = "kv_bytes";
       c.error = c.predicted_kv_gib / *r.logged_kv_gib - 1.0;
+      c.plain_error = c.plain_kv_gib / *r.logged_kv_gib - 1.0;
     }
     out.push_back(std::move(c));
   }
@@ -212,6 +227,7 @@ Document engine_logs_document(const std::vector<EngineLogCheck>& checks) {
                       {"predicted_non_torch_bytes", "predicted non-torch", Unit::bytes},
                       {"metric", "error on", Unit::text},
                       {"error", "error", Unit::fraction},
+                      {"plain_error", "plain model's error", Unit::fraction},
                       {"source", "source", Unit::text, true}},
           .rows = {}};
   double worst = 0;
@@ -220,7 +236,8 @@ Document engine_logs_document(const std::vector<EngineLogCheck>& checks) {
     t.rows.push_back({r.id, r.engine, c.profile, r.model, r.gpu, to_string(r.par), r.kind,
                       r.logged_kv_tokens ? Value{*r.logged_kv_tokens} : Value{}, c.predicted_kv_tokens, opt(r.logged_kv_gib),
                       bytes(c.predicted_kv_gib), opt(r.logged_weights_gib), bytes(c.predicted_weights_gib), opt(r.logged_activation_gib),
-                      bytes(c.predicted_activation_gib), opt(r.logged_non_torch_gib), bytes(c.predicted_non_torch_gib), c.metric, c.error, r.source});
+                      c.budget_has_activation ? bytes(c.predicted_activation_gib) : Value{}, opt(r.logged_non_torch_gib),
+                      c.budget_has_activation ? bytes(c.predicted_non_torch_gib) : Value{}, c.metric, c.error, c.plain_error, r.source});
     worst = std::max(worst, std::abs(c.error));
   }
   std::vector<double> abs_err;
@@ -229,9 +246,13 @@ Document engine_logs_document(const std::vector<EngineLogCheck>& checks) {
   const double median = abs_err.empty() ? 0.0
                                         : (abs_err.size() % 2 ? abs_err[abs_err.size() / 2]
                                                               : 0.5 * (abs_err[abs_err.size() / 2 - 1] + abs_err[abs_err.size() / 2]));
+  std::vector<double> plain_abs;
+  for (const EngineLogCheck& c : checks) plain_abs.push_back(std::abs(c.plain_error));
+  std::sort(plain_abs.begin(), plain_abs.end());
   doc.fields = {{"rows", "logs", static_cast<std::int64_t>(checks.size()), Unit::count},
                 {"median_abs_error", "median |error|", median, Unit::fraction},
-                {"max_abs_error", "largest |error|", worst, Unit::fraction}};
+                {"max_abs_error", "largest |error|", worst, Unit::fraction},
+                {"plain_max_abs_error", "largest |error| of the plain model (no --engine)", plain_abs.empty() ? 0.0 : plain_abs.back(), Unit::fraction}};
   doc.tables.push_back(std::move(t));
   doc.notes.push_back("error = predicted / logged - 1, on the KV tokens the engine logs, or on the KV pool's GiB where the log gives no token count.");
   doc.notes.push_back("Rows whose settings or numbers also fixed profile parameters are in-sample for those parameters; each profile parameter names the rows it comes from.");

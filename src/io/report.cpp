@@ -347,10 +347,15 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
                   "mha_equivalent_bytes_per_token", "mha_equivalent_ratio"});
   md += "\n![KV bytes per token](kv_bytes.svg)\n\n";
   md += "## Capacity\n\n";
-  md += fmt::format("Per GPU: memory × {} − weights − an activation reserve for a forward pass of {} tokens = KV pool; pages of {} tokens. "
-                    "Under tensor parallelism the MLA latent is replicated on every GPU, so TP adds no KV capacity; data-parallel "
-                    "attention gives every GPU its own sequences.\n\n",
-                    in.mem_util, humanize(in.batched_tokens, Unit::count), in.block_size);
+  if (in.engine)
+    md += fmt::format("Per GPU, as {} allocates it (profile `{}`, {}): {}. `mlaplan capacity --engine {}` shows one layout's budget "
+                      "line by line. Tokens are what the engine logs; sequences are whole sequences of the context.\n\n",
+                      in.engine->name, in.engine->file, in.engine->label(), in.engine->summary, spec.engine);
+  else
+    md += fmt::format("Per GPU: memory × {} − weights − an activation reserve for a forward pass of {} tokens = KV pool; pages of {} tokens. "
+                      "Under tensor parallelism the MLA latent is replicated on every GPU, so TP adds no KV capacity; data-parallel "
+                      "attention gives every GPU its own sequences.\n\n",
+                      in.mem_util, humanize(in.batched_tokens, Unit::count), in.block_size);
   md += md_table(cap, {"model", "gpu", "layout", "kv_dtype", "context_tokens"},
                  {"model", "gpu", "layout", "kv_dtype", "context_tokens", "weight_bytes_per_rank", "kv_pool_bytes_per_rank",
                   "kv_bytes_per_token_per_rank", "max_tokens_cluster", "max_sequences", "fits"});
@@ -380,7 +385,10 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
   md += "## Assumptions and sources\n\n";
   md += fmt::format("- Compute dtype {}; weights as the config's quantization says; activation reserve estimated for {} tokens per forward pass.\n",
                     spec.dtype, humanize(in.batched_tokens, Unit::count));
-  md += fmt::format("- Memory utilisation {}; page block {} tokens; decode context {}; batch {}.\n", in.mem_util, in.block_size, in.decode_context, in.batch);
+  if (in.engine)
+    md += fmt::format("- Capacity by the {} profile `{}`; decode context {}; batch {}.\n", in.engine->name, in.engine->file, in.decode_context, in.batch);
+  else
+    md += fmt::format("- Memory utilisation {}; page block {} tokens; decode context {}; batch {}.\n", in.mem_util, in.block_size, in.decode_context, in.batch);
   for (const HardwareSpec& g : in.gpus) {
     md += fmt::format("- {}: η compute {}, η memory {} ({}). Numbers from `{}`:\n", g.name, g.efficiency.compute, g.efficiency.memory, g.efficiency.source, g.source);
     for (const auto& [field, source] : g.sources) {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "mlaplan/io/engine_json.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/hf_config.hpp"
 #include "mlaplan/io/lists.hpp"
@@ -55,7 +56,7 @@ ReportSpec parse_report_spec(const json& j, const std::string& where) {
   if (!j.is_object()) fail(where, "expected a JSON object");
   static const char* known[] = {"title", "models", "gpus", "layouts", "kv_dtypes", "contexts", "sequence_contexts", "prefixes",
                                 "crossover_tps", "batch", "decode_context", "dtype", "mem_util", "block_size", "max_query",
-                                "compare_models", "roofline_step", "tolerance", "column_tolerances"};
+                                "compare_models", "roofline_step", "tolerance", "column_tolerances", "engine"};
   for (const auto& [key, value] : j.items()) {
     if (std::find(std::begin(known), std::end(known), key) == std::end(known))
       fail_key(where, key, show_json(value), "unknown report spec key");
@@ -97,8 +98,15 @@ ReportSpec parse_report_spec(const json& j, const std::string& where) {
   if (auto v = r.find("batch")) s.batch = r.integer("batch", *v, 1, 10'000'000);
   if (auto v = r.find("decode_context")) s.decode_context = r.integer("decode_context", *v, 1, std::int64_t{1} << 40);
   if (auto v = r.find("dtype")) s.dtype = r.string("dtype", *v);
-  if (auto v = r.find("mem_util")) s.mem_util = r.number("mem_util", *v, 1e-6, 1);
-  if (auto v = r.find("block_size")) s.block_size = r.integer("block_size", *v, 1, 1 << 20);
+  if (auto v = r.find("mem_util")) {
+    s.mem_util = r.number("mem_util", *v, 1e-6, 1);
+    s.mem_util_set = true;
+  }
+  if (auto v = r.find("block_size")) {
+    s.block_size = r.integer("block_size", *v, 1, 1 << 20);
+    s.block_size_set = true;
+  }
+  if (auto v = r.find("engine")) s.engine = r.string("engine", *v);
   if (auto v = r.find("max_query")) s.max_query = r.integer("max_query", *v, 1, 1 << 16);
   if (auto v = r.find("roofline_step")) {
     if (!v->is_object()) r.bad("roofline_step", *v, "expected an object {batch, query, prefix, tp}");
@@ -130,8 +138,10 @@ nlohmann::ordered_json to_json(const ReportSpec& s) {
   j["batch"] = s.batch;
   j["decode_context"] = s.decode_context;
   j["dtype"] = s.dtype;
-  j["mem_util"] = s.mem_util;
-  j["block_size"] = s.block_size;
+  // With an engine, the profile's defaults stand unless the spec set them.
+  if (s.engine.empty() || s.mem_util_set) j["mem_util"] = s.mem_util;
+  if (s.engine.empty() || s.block_size_set) j["block_size"] = s.block_size;
+  if (!s.engine.empty()) j["engine"] = s.engine;
   j["max_query"] = s.max_query;
   j["compare_models"] = s.compare_models;
   j["roofline_step"] = {{"batch", s.roofline_step.batch}, {"query", s.roofline_step.query},
@@ -172,6 +182,11 @@ ReportInputs resolve_report(const ReportSpec& spec) {
   in.decode_context = spec.decode_context;
   in.mem_util = spec.mem_util;
   in.block_size = spec.block_size;
+  if (!spec.engine.empty()) {
+    in.engine = load_engine(spec.engine, "engine");
+    if (spec.mem_util_set) in.engine_settings.mem_util = spec.mem_util;
+    if (spec.block_size_set) in.engine_settings.block_size = spec.block_size;
+  }
   in.max_query = spec.max_query;
   in.roofline_step = spec.roofline_step;
   return in;

@@ -32,6 +32,8 @@ struct CapacityResult {
   Bytes kv_pool_bytes_per_rank{0};     // 0 when nothing is left
   Bytes kv_bytes_per_token_per_rank{0};  // all layers, indexer included, windows not applied
   Bytes sequence_bytes_per_rank{0};    // one sequence of `context` tokens, block-rounded
+  // Tokens of context the pool holds: pool / bytes per token, block-rounded; with sliding windows,
+  // the tokens in sequences of `context` tokens (whole ones, then the longest partial one).
   std::int64_t max_tokens_per_rank = 0;
   std::int64_t max_tokens_cluster = 0;  // distinct tokens: per rank × DP replicas
   std::int64_t sequences_per_rank = 0;

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mlaplan/core/capacity.hpp"
 #include "mlaplan/core/feasibility.hpp"
 #include "mlaplan/core/hardware.hpp"
 #include "mlaplan/core/kv.hpp"
@@ -134,6 +135,10 @@ EngineCapacity engine_capacity(const ModelSpec& m, const HardwareSpec& hw, const
 // Peak activation of vLLM's / TensorRT-LLM's profiling pass on one rank: the larger of the forward
 // pass over `tokens` tokens (dense MLP, fused-MoE workspace) and the sampler over `seqs` rows.
 Bytes profiling_activation(const ModelSpec& m, const EngineProfile& p, const Parallelism& par, std::int64_t tokens, std::int64_t seqs);
+
+// The engine's pool in the plain capacity result's terms (reserve = what the engine takes besides
+// weights and the pool from the memory it may use), so tables and plots read either the same way.
+CapacityResult as_capacity_result(const EngineCapacity& e, const ModelSpec& m, const Parallelism& par, KvDtype kv, std::int64_t context);
 
 // Weight bytes per rank as the engine holds them (see engine_capacity).
 Bytes engine_weight_bytes(const ModelSpec& m, const EngineProfile& p, const WeightPlan& plan, const Parallelism& par, bool mtp);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mlaplan/core/capacity.hpp"
+#include "mlaplan/core/engine_memory.hpp"
 #include "mlaplan/core/engines.hpp"
 #include "mlaplan/core/feasibility.hpp"
 #include "mlaplan/core/kv.hpp"
@@ -202,6 +203,10 @@ struct ReportInputs {
   std::int64_t batched_tokens = kDefaultBatchedTokens;  // the activation reserve's forward pass
   std::int64_t max_query = 4096;
   ReportStep roofline_step;
+  // Capacity as an engine allocates it (its profile's rule and defaults; mem_util and block_size
+  // passed on only when the spec sets them); none: the plain model above.
+  std::optional<EngineProfile> engine;
+  EngineSettings engine_settings;
 };
 
 struct KvRow {

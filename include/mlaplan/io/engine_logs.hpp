@@ -40,8 +40,14 @@ struct EngineLogCheck {
   std::string profile;  // label of the profile used
   std::int64_t predicted_kv_tokens = 0;
   double predicted_kv_gib = 0, predicted_weights_gib = 0, predicted_activation_gib = 0, predicted_non_torch_gib = 0;
+  bool budget_has_activation = true;  // SGLang's rule leaves activations outside its static pool
   std::string metric;   // "tokens" or "kv_bytes"
   double error = 0;     // predicted / logged − 1
+  // mlaplan's plain model (no --engine) with the row's utilisation, block size and batched tokens,
+  // for comparison: what `capacity` said before engine profiles.
+  std::int64_t plain_kv_tokens = 0;
+  double plain_kv_gib = 0;
+  double plain_error = 0;
 };
 
 std::vector<EngineLogCheck> check_engine_logs(const std::vector<EngineLogRow>& rows);

@@ -28,6 +28,9 @@ struct ReportSpec {
   std::string dtype = "bf16";
   double mem_util = 0.9;
   std::int64_t block_size = 64;
+  std::string engine;             // vllm|sglang|trtllm[@VERSION]: capacity as that engine allocates it
+  bool mem_util_set = false;      // given in the spec (passed to the engine; else the profile's default)
+  bool block_size_set = false;
   std::int64_t max_query = 4096;
   std::vector<std::string> compare_models{"llama-3.1-70b", "qwen2.5-72b", "mixtral-8x7b", "gpt-oss-20b"};
   ReportStep roofline_step;

@@ -1,0 +1,32 @@
+// libFuzzer: any bytes as an engine profile, then the profile's budget on two bundled models.
+#include <cstddef>
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "mlaplan/core/engine_memory.hpp"
+#include "mlaplan/io/engine_json.hpp"
+#include "mlaplan/io/error.hpp"
+#include "mlaplan/io/registry.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace mlaplan;
+  static const ModelSpec mla = load_model("deepseek-v2-lite");
+  static const ModelSpec moe = load_model("gpt-oss-20b");
+  static const HardwareSpec gpu = load_gpu("h100-sxm");
+  const auto j = nlohmann::json::parse(data, data + size, nullptr, false);
+  if (j.is_discarded()) return 0;
+  try {
+    const EngineProfile p = parse_engine_profile(j, "fuzz.json");
+    for (const ModelSpec* m : {&mla, &moe}) {
+      for (std::int64_t dp : {1, 2}) {
+        EngineSettings s;
+        s.mtp = dp == 2 ? 1 : 0;
+        const EngineCapacity e = engine_capacity(*m, gpu, p, default_weight_plan(*m), Parallelism{1, dp, 1}, KvDtype::bf16, s, 4096);
+        (void)as_capacity_result(e, *m, Parallelism{1, dp, 1}, KvDtype::bf16, 4096);
+      }
+    }
+  } catch (const InputError&) {
+  }
+  return 0;
+}
