@@ -3,7 +3,11 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +17,7 @@
 #include "mlaplan/io/engine_json.hpp"
 #include "mlaplan/io/engine_logs.hpp"
 #include "mlaplan/io/error.hpp"
+#include "mlaplan/io/hardware_json.hpp"
 #include "mlaplan/io/registry.hpp"
 
 using namespace mlaplan;
@@ -139,6 +144,34 @@ TEST_CASE("SGLang 0.4.3 and DeepSeek-R1 on 16 x H20: mem_fraction_static of the 
   CHECK(d.mem_util == 0.79);
 }
 
+TEST_CASE("SGLang 0.5.4: the default fraction from nvidia-smi's memory less the reserve", "[engine][example]") {
+  const EngineProfile p = load_engine("sglang");
+  CHECK(p.since.text == "0.5.4");
+  // DeepSeek-V3 on 8 x H200 (143,771 MiB): 512 + max(8192, 2048)·1.5 + 512·2 + 8·128 + 1,536 (MLA
+  // prefill graphs) = 16,384 MiB; (143,771 − 16,384) / 143,771 = 0.8860 -> 0.886.
+  const SglangFraction v3 = sglang_reserved_fraction(p, load_gpu("h200"), test::model("deepseek-v3"), Parallelism{8, 1, 1}, EngineSettings{});
+  CHECK(v3.reserved_mib == 16384);
+  CHECK(v3.fraction == 0.886);
+  // Llama-3.1-8B on one H100 (81,559 MiB): 512 + 12,288 + 256·2 + 128 + 58 prefill graph sizes · 8
+  // (4..32/4, 48..256/16, 288..512/32, 576..1024/64, 1280..4096/256, 4608..8192/512) = 13,904 MiB.
+  const SglangFraction l8 = sglang_reserved_fraction(p, load_gpu("h100-sxm"), test::model("llama-3.1-8b"), Parallelism{}, EngineSettings{});
+  CHECK(l8.reserved_mib == 13904);
+  CHECK(l8.fraction == 0.830);
+  // DP attention over 8 ranks: + 512·8·3 + 512·8·1.5 (max_bs > 300) = 34,816 MiB in all.
+  CHECK(sglang_reserved_fraction(p, load_gpu("h200"), test::model("deepseek-v3"), Parallelism{1, 8, 8}, EngineSettings{}).reserved_mib == 34816);
+  // Speculative decoding adds 4 GiB; eager mode drops the prefill graphs.
+  EngineSettings spec;
+  spec.mtp = 1;
+  CHECK(sglang_reserved_fraction(p, load_gpu("h200"), test::model("deepseek-v3"), Parallelism{8, 1, 1}, spec).reserved_mib == 16384 + 4096);
+  EngineSettings eager;
+  eager.enforce_eager = true;
+  CHECK(sglang_reserved_fraction(p, load_gpu("h200"), test::model("deepseek-v3"), Parallelism{8, 1, 1}, eager).reserved_mib == 16384 - 1536);
+  // A small GPU: the 10 GiB floor does not apply below 60 GiB; RTX 4090 (no nvidia-smi figure: torch's).
+  const SglangFraction small = sglang_reserved_fraction(p, load_gpu("rtx-4090"), test::model("llama-3.1-8b"), Parallelism{}, EngineSettings{});
+  CHECK(small.chunked_prefill_size == 2048);
+  CHECK(small.cuda_graph_max_bs == 24);
+}
+
 TEST_CASE("TensorRT-LLM: the fraction applies to what is free after the warm-up", "[engine][example]") {
   const ModelSpec m = test::model("llama-3.1-8b");
   const HardwareSpec hw = load_gpu("h100-sxm");
@@ -251,6 +284,7 @@ TEST_CASE("Engine names and versions resolve or exit 2 naming the flag", "[engin
   CHECK(load_engine("VLLM@0.7.3").since.text == "0.7.2");
   CHECK(load_engine("vllm@0.8.5").since.text == "0.8.0");
   CHECK(load_engine("tensorrt-llm").family == EngineFamily::trtllm);
+  CHECK(load_engine("sglang@0.5.0").since.text == "0.4.3");
   auto expect = [](const std::string& args, const std::string& message) {
     INFO(args);
     const auto r = run(args);
@@ -302,6 +336,31 @@ TEST_CASE("Hostile engine profiles: one line naming the file and key and value",
   j["extra"] = 1;
   CHECK(parse_error(j) == "p.json: key 'extra' = 1: unknown key (engine, name, since, summary, parameters)");
   CHECK(parse_error(nlohmann::json::array()) == "p.json: expected a JSON object");
+  // SGLang: one default-fraction rule, complete, with tiers in order.
+  nlohmann::json sg = nlohmann::json::parse(std::string(R"({"engine": "sglang", "name": "s", "since": "1.0", "summary": "s", "parameters": {}})"));
+  for (const auto& [k, v] : load_engine("sglang@0.4.3").params) sg["parameters"][k] = {{"value", v.value}, {"source", v.source}};
+  for (const char* f : {"mla_latent_cache", "mla_uk_uv_copy", "mla_uk_uv_copy_bf16", "moe_over_dp", "dense_mlp_over_dp", "loads_mtp"})
+    sg["parameters"][f]["value"] = load_engine("sglang@0.4.3").flag(f);
+  CHECK(parse_error(sg) == "(accepted)");
+  nlohmann::json both = sg;
+  both["parameters"]["reserved_base_mib"] = {{"value", 512}, {"source", "x"}};
+  CHECK(parse_error(both) == "p.json: give one default-fraction rule: the mem_util_tp* tiers or the reserved_* rule, not both");
+  nlohmann::json partial = sg;
+  partial["parameters"].erase("mem_util_tp8");
+  CHECK(parse_error(partial) == "p.json: the tier rule lacks parameters.mem_util_tp8");
+  nlohmann::json tiers = nlohmann::json::parse(std::string(R"({"engine": "sglang", "name": "s", "since": "1.0", "summary": "s"})"));
+  tiers["parameters"] = nlohmann::json::object();
+  for (const auto& [k, v] : load_engine("sglang").params)
+    tiers["parameters"][k] = k == "gpu_tiers" ? nlohmann::json{{"value", v.rows}, {"source", v.source}} : nlohmann::json{{"value", v.value}, {"source", v.source}};
+  for (const char* f : {"mla_latent_cache", "mla_uk_uv_copy", "mla_uk_uv_copy_bf16", "moe_over_dp", "dense_mlp_over_dp", "loads_mtp"})
+    tiers["parameters"][f]["value"] = load_engine("sglang").flag(f);
+  CHECK(parse_error(tiers) == "(accepted)");
+  tiers["parameters"]["gpu_tiers"]["value"] = nlohmann::json::parse("[[20, 2048, 8, 8], [10, 2048, 8, 8], [0, 1, 1, 1]]");
+  CHECK(parse_error(tiers) == "p.json: parameters.gpu_tiers: bounds must rise, the last being 0");
+  tiers["parameters"]["gpu_tiers"]["value"] = nlohmann::json::parse("[[20, 2048, 8]]");
+  CHECK(parse_error(tiers) == "p.json: key 'parameters.gpu_tiers.value' = [20,2048,8]: expected a row of 4 numbers");
+  tiers["parameters"]["gpu_tiers"]["value"] = 3;
+  CHECK(parse_error(tiers) == "p.json: key 'parameters.gpu_tiers.value' = 3: expected 1 to 64 rows of 4 numbers");
   // Every bundled profile parses and names a source for every number.
   for (const EngineProfile& p : bundled_engines())
     for (const auto& [k, v] : p.params) CHECK(!v.source.empty());
@@ -337,5 +396,51 @@ TEST_CASE("Hostile engine-log tables: one line naming the file and row and colum
     FAIL("accepted");
   } catch (const InputError& e) {
     CHECK(std::string(e.what()).rfind("logs.csv (row 'a'): the profile leaves no KV pool", 0) == 0);
+  }
+}
+
+TEST_CASE("report with an engine: capacity through the profile and a spec that checks itself", "[engine][report]") {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("mlaplan_engine_report_" + std::to_string(::getpid()))).string();
+  const auto r = run("report --engine sglang@0.4.3 --layouts 8x1x1 --out " + dir);
+  REQUIRE(r.code == 0);
+  std::ifstream spec(dir + "/spec.json");
+  const auto j = nlohmann::json::parse(spec);
+  CHECK(j["engine"] == "sglang@0.4.3");
+  CHECK(!j.contains("mem_util"));  // the profile's default fraction stands
+  std::ifstream md(dir + "/report.md");
+  const std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  CHECK(text.find("as SGLang allocates it (profile `engines/sglang-0.4.3.json`") != std::string::npos);
+  CHECK(run("report --check " + dir).code == 0);
+  std::filesystem::remove_all(dir);
+  const auto bad = run("report --engine sglung --out " + dir);
+  CHECK(bad.code == 2);
+  CHECK(bad.err == "mlaplan: engine: value 'sglung': expected vllm, sglang or trtllm, optionally @VERSION; did you mean 'sglang'?\n");
+  CHECK(!std::filesystem::exists(dir));
+}
+
+TEST_CASE("Hardware totals as software sees them cannot exceed the memory", "[engine][hostile]") {
+  nlohmann::json h = nlohmann::json::parse(R"({"name": "x", "memory_capacity_bytes": {"value": 1000, "source": "s"},
+      "memory_bandwidth_gb_per_s": {"value": 1, "source": "s"}, "dense_peak_tflops": {"bf16": {"value": 1, "source": "s"}},
+      "memory_torch_total_bytes": {"value": 2000, "source": "s"}})");
+  try {
+    (void)parse_hardware(h, "g.json");
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()) == "g.json: key 'memory_torch_total_bytes' = 2000: exceeds the memory capacity memory_capacity_bytes (1000)");
+  }
+  h["memory_torch_total_bytes"]["value"] = 900;
+  h["memory_smi_total_mib"] = {{"value", 1}, {"source", "s"}};
+  try {
+    (void)parse_hardware(h, "g.json");
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()) == "g.json: key 'memory_smi_total_mib' = 1: exceeds the memory capacity memory_capacity_bytes (1000)");
+  }
+  // Every bundled GPU with a torch total has it below its capacity, and H100/H200/B200/H20 have both.
+  for (const char* g : {"h100-sxm", "h200", "b200", "h20"}) {
+    const HardwareSpec hw = load_gpu(g);
+    CHECK(hw.memory_torch_total.value > 0);
+    CHECK(hw.memory_smi_total.value > hw.memory_torch_total.value);
+    CHECK(hw.memory_smi_total <= hw.memory_capacity);
   }
 }

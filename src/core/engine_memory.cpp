@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 
 namespace mlaplan {
@@ -47,11 +48,24 @@ const std::vector<EngineParamSpec>& engine_param_specs() {
   static const std::vector<EngineParamSpec> specs = {
       // key, kind, vllm, sglang, trtllm, meaning
       {"mem_util", K::fraction, true, false, true, "default fraction of the total the engine may use (gpu_memory_utilization, free_gpu_memory_fraction)"},
-      {"mem_util_tp1", K::fraction, false, true, false, "default mem_fraction_static at TP 1"},
-      {"mem_util_tp2", K::fraction, false, true, false, "default mem_fraction_static at TP 2-3"},
-      {"mem_util_tp4", K::fraction, false, true, false, "default mem_fraction_static at TP 4-7"},
-      {"mem_util_tp8", K::fraction, false, true, false, "default mem_fraction_static at TP 8-15"},
-      {"mem_util_tp16", K::fraction, false, true, false, "default mem_fraction_static at TP 16 and more"},
+      {"mem_util_tp1", K::fraction, false, true, false, "default mem_fraction_static at TP 1 (tier rule)", true},
+      {"mem_util_tp2", K::fraction, false, true, false, "default mem_fraction_static at TP 2-3 (tier rule)", true},
+      {"mem_util_tp4", K::fraction, false, true, false, "default mem_fraction_static at TP 4-7 (tier rule)", true},
+      {"mem_util_tp8", K::fraction, false, true, false, "default mem_fraction_static at TP 8-15 (tier rule)", true},
+      {"mem_util_tp16", K::fraction, false, true, false, "default mem_fraction_static at TP 16 and more (tier rule)", true},
+      {"gpu_tiers", K::table, false, true, false, "reserve rule: rows [below GiB (0: otherwise), chunked_prefill_size, cuda-graph max_bs at TP < 4, at TP >= 4]", true, 4},
+      {"reserved_base_mib", K::number, false, true, false, "reserve rule: constant metadata", true},
+      {"reserved_per_prefill_token_mib", K::number, false, true, false, "reserve rule: per token of max(chunked_prefill_size, 2048)", true},
+      {"reserved_per_graph_bs_mib", K::number, false, true, false, "reserve rule: per decode CUDA-graph batch size", true},
+      {"reserved_per_rank_mib", K::number, false, true, false, "reserve rule: per rank of tp x pp", true},
+      {"reserved_dp_per_bs_mib", K::number, false, true, false, "reserve rule: DP attention, per max_bs x dp", true},
+      {"reserved_dp_large_bs_mib", K::number, false, true, false, "reserve rule: DP attention, per max_bs x dp more when max_bs is large", true},
+      {"reserved_dp_large_bs_above", K::count, false, true, false, "reserve rule: 'large' max_bs", true},
+      {"reserved_prefill_graph_mib", K::number, false, true, false, "reserve rule: per captured prefill CUDA-graph size (non-MLA)", true},
+      {"reserved_mla_prefill_graphs_mib", K::number, false, true, false, "reserve rule: prefill CUDA graphs with an MLA backend", true},
+      {"reserved_floor_mib", K::number, false, true, false, "reserve rule: at least this much on large GPUs", true},
+      {"reserved_floor_above_gib", K::gib, false, true, false, "reserve rule: 'large' GPU", true},
+      {"reserved_spec_mib", K::number, false, true, false, "reserve rule: speculative decoding (EAGLE/MTP draft and its graphs)", true},
       {"block_size", K::count, true, true, true, "default tokens per KV block (vLLM block_size, SGLang page_size, TensorRT-LLM tokens_per_block)"},
       {"mla_block_size", K::count, true, true, false, "block size the MLA attention backend forces (FlashMLA 64); 0 = block_size"},
       {"max_num_seqs", K::count, true, false, true, "default max_num_seqs / max_batch_size: rows the profiling sampler runs over"},
@@ -107,6 +121,36 @@ double EngineProfile::num(std::string_view key) const {
 std::string EngineProfile::source(std::string_view key) const {
   const auto it = params.find(std::string(key));
   return it == params.end() ? std::string() : it->second.source;
+}
+
+std::string engine_profile_problem(const EngineProfile& p) {
+  if (p.family != EngineFamily::sglang) return {};
+  const std::vector<std::string_view> tiers = {"mem_util_tp1", "mem_util_tp2", "mem_util_tp4", "mem_util_tp8", "mem_util_tp16"};
+  std::vector<std::string_view> reserve;
+  for (const EngineParamSpec& s : engine_param_specs())
+    if (s.sglang && (s.key.rfind("reserved_", 0) == 0 || s.key == "gpu_tiers")) reserve.push_back(s.key);
+  auto count_of = [&](const std::vector<std::string_view>& keys) {
+    return std::count_if(keys.begin(), keys.end(), [&](std::string_view k) { return p.has(k); });
+  };
+  const auto nt = count_of(tiers), nr = count_of(reserve);
+  auto missing = [&](const std::vector<std::string_view>& keys) {
+    for (std::string_view k : keys)
+      if (!p.has(k)) return std::string(k);
+    return std::string();
+  };
+  if (nt == 0 && nr == 0) return "needs a default-fraction rule: the mem_util_tp* tiers or the reserved_* rule with gpu_tiers";
+  if (nt > 0 && nr > 0) return "give one default-fraction rule: the mem_util_tp* tiers or the reserved_* rule, not both";
+  std::ostringstream lacks;
+  if (nt > 0 && nt < static_cast<long>(tiers.size())) lacks << "the tier rule lacks parameters." << missing(tiers);
+  if (nr > 0 && nr < static_cast<long>(reserve.size())) lacks << "the reserve rule lacks parameters." << missing(reserve);
+  if (!lacks.str().empty()) return lacks.str();
+  if (nr > 0) {
+    const auto& rows = p.params.at("gpu_tiers").rows;
+    if (rows.empty() || rows.back()[0] != 0) return "parameters.gpu_tiers: the last row's bound must be 0 (every larger GPU)";
+    for (std::size_t i = 0; i + 1 < rows.size(); ++i)
+      if (rows[i][0] <= 0 || (i > 0 && rows[i][0] <= rows[i - 1][0])) return "parameters.gpu_tiers: bounds must rise, the last being 0";
+  }
+  return {};
 }
 
 std::string EngineProfile::label() const { return std::string(to_string(family)) + "@" + since.text + "+"; }
@@ -207,10 +251,21 @@ Bytes profiling_activation(const ModelSpec& m, const EngineProfile& p, const Par
 
 namespace {
 
-double sglang_default_fraction(const EngineProfile& p, std::int64_t tp, std::string& source) {
+double sglang_tier_fraction(const EngineProfile& p, std::int64_t tp, std::string& source) {
   const char* key = tp >= 16 ? "mem_util_tp16" : tp >= 8 ? "mem_util_tp8" : tp >= 4 ? "mem_util_tp4" : tp >= 2 ? "mem_util_tp2" : "mem_util_tp1";
   source = p.source(key);
   return p.num(key);
+}
+
+// Prefill CUDA-graph capture sizes up to max_bs (sgl-project/sglang server_args.py:1861-1878 @2a51479a,
+// _generate_prefill_cuda_graph_batch_sizes): 4..32 step 4, 48..256 step 16, 288..512 step 32,
+// 576..1024 step 64, 1280..4096 step 256, then 4608.. step 512.
+std::int64_t prefill_graph_sizes(std::int64_t max_bs) {
+  std::int64_t n = 0;
+  const std::int64_t spans[][3] = {{4, 32, 4}, {48, 256, 16}, {288, 512, 32}, {576, 1024, 64}, {1280, 4096, 256}, {4608, max_bs, 512}};
+  for (const auto& sp : spans)
+    for (std::int64_t v = sp[0]; v <= sp[1] && v <= max_bs; v += sp[2]) ++n;
+  return n;
 }
 
 void add_line(EngineCapacity& r, std::string key, std::string label, Bytes b, std::string source) {
@@ -218,6 +273,46 @@ void add_line(EngineCapacity& r, std::string key, std::string label, Bytes b, st
 }
 
 }  // namespace
+
+SglangFraction sglang_reserved_fraction(const EngineProfile& p, const HardwareSpec& hw, const ModelSpec& m, const Parallelism& par,
+                                        const EngineSettings& s) {
+  SglangFraction f;
+  const Bytes mem = hw.memory_smi_total.value > 0 ? hw.memory_smi_total : hw.memory_torch_total.value > 0 ? hw.memory_torch_total : hw.memory_capacity;
+  f.gpu_mem_mib = static_cast<double>(mem.value) / static_cast<double>(kMiB);
+  // SGLang's --tp counts every GPU of the deployment; DP attention divides it into dp groups.
+  const std::int64_t ranks = par.ranks();
+  const auto& tiers = p.params.at("gpu_tiers").rows;
+  std::vector<double> row = tiers.back();
+  for (const auto& t : tiers)
+    if (t[0] > 0 && f.gpu_mem_mib < t[0] * 1024.0) {
+      row = t;
+      break;
+    }
+  f.chunked_prefill_size = s.max_batched_tokens.value_or(static_cast<std::int64_t>(row[1]));
+  f.cuda_graph_max_bs = static_cast<std::int64_t>(ranks < 4 ? row[2] : row[3]);
+  const double bs = static_cast<double>(f.cuda_graph_max_bs);
+  double r = p.num("reserved_base_mib") + static_cast<double>(std::max<std::int64_t>(f.chunked_prefill_size, 2048)) * p.num("reserved_per_prefill_token_mib") +
+             bs * p.num("reserved_per_graph_bs_mib") + static_cast<double>(ranks) * p.num("reserved_per_rank_mib");
+  if (par.dp > 1) {
+    r += bs * static_cast<double>(par.dp) * p.num("reserved_dp_per_bs_mib");
+    if (bs > p.num("reserved_dp_large_bs_above")) r += bs * static_cast<double>(par.dp) * p.num("reserved_dp_large_bs_mib");
+  }
+  const bool graphs = !s.enforce_eager.value_or(false);
+  if (graphs)
+    r += m.is_mla() ? p.num("reserved_mla_prefill_graphs_mib")
+                    : static_cast<double>(prefill_graph_sizes(f.chunked_prefill_size)) * p.num("reserved_prefill_graph_mib");
+  if (f.gpu_mem_mib > p.num("reserved_floor_above_gib") * 1024.0) r = std::max(r, p.num("reserved_floor_mib"));
+  if (s.mtp.value_or(0) > 0) r += p.num("reserved_spec_mib");
+  f.reserved_mib = r;
+  f.fraction = std::round((f.gpu_mem_mib - r) / f.gpu_mem_mib * 1000.0) / 1000.0;
+  std::ostringstream why;
+  why << "(" << static_cast<std::int64_t>(f.gpu_mem_mib) << " MiB "
+      << (hw.memory_smi_total.value > 0 ? "as nvidia-smi reports it" : "(no nvidia-smi figure in the GPU file: torch's total)") << " - "
+      << std::llround(r) << " MiB reserved) / total, rounded to 3 places; chunked_prefill_size " << f.chunked_prefill_size
+      << ", cuda-graph max_bs " << f.cuda_graph_max_bs << " (" << p.source("reserved_base_mib") << ")";
+  f.explanation = why.str();
+  return f;
+}
 
 EngineCapacity engine_capacity(const ModelSpec& m, const HardwareSpec& hw, const EngineProfile& p, const WeightPlan& weights,
                                const Parallelism& par, KvDtype kv, const EngineSettings& s, std::int64_t context) {
@@ -289,9 +384,23 @@ EngineCapacity engine_capacity(const ModelSpec& m, const HardwareSpec& hw, const
     }
     case EngineFamily::sglang: {
       std::string src;
-      r.mem_util = s.mem_util.value_or(sglang_default_fraction(p, par.tp * par.dp, src));
+      double fraction = 0;
+      if (p.has("gpu_tiers")) {
+        const SglangFraction f = sglang_reserved_fraction(p, hw, m, par, s);
+        fraction = f.fraction;
+        src = f.explanation;
+        r.max_batched_tokens = f.chunked_prefill_size;
+      } else {
+        fraction = sglang_tier_fraction(p, par.ranks(), src);
+        r.max_batched_tokens = s.max_batched_tokens.value_or(0);
+      }
+      r.mem_util = s.mem_util.value_or(fraction);
       r.mem_util_source = s.mem_util ? "--mem-util" : src;
-      r.max_batched_tokens = s.max_batched_tokens.value_or(0);
+      if (!s.mem_util) {
+        std::ostringstream note;
+        note << "Default mem_fraction_static " << fraction << ": " << src << ".";
+        r.notes.push_back(note.str());
+      }
       const Bytes pre = gib(p.num("pre_load_gib"));
       const Bytes f0 = r.total_seen - pre;
       const Bytes outside{static_cast<std::int64_t>(std::ceil(static_cast<double>(f0.value) * (1.0 - r.mem_util)))};

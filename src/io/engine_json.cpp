@@ -23,6 +23,7 @@ std::string required_string(const json& j, const std::string& where, const char*
 }
 
 double param_value(const json& v, const EngineParamSpec& spec, const std::string& where, const std::string& key) {
+  if (spec.kind == ParamKind::table) fail_key(where, key, show_json(v), "expected rows");  // handled by param_rows
   if (spec.kind == ParamKind::flag) {
     if (!v.is_boolean()) fail_key(where, key, show_json(v), "expected true or false");
     return v.get<bool>() ? 1.0 : 0.0;
@@ -42,9 +43,28 @@ double param_value(const json& v, const EngineParamSpec& spec, const std::string
     case ParamKind::number:
       if (x < 0 || x > 1e9) fail_key(where, key, show_json(v), "expected a number from 0 to 10^9");
       break;
-    case ParamKind::flag: break;
+    case ParamKind::flag:
+    case ParamKind::table: break;
   }
   return x;
+}
+
+std::vector<std::vector<double>> param_rows(const json& v, const EngineParamSpec& spec, const std::string& where, const std::string& key) {
+  if (!v.is_array() || v.empty() || v.size() > 64)
+    fail_key(where, key, show_json(v), fmt::format("expected 1 to 64 rows of {} numbers", spec.columns));
+  std::vector<std::vector<double>> rows;
+  for (const json& row : v) {
+    if (!row.is_array() || row.size() != static_cast<std::size_t>(spec.columns))
+      fail_key(where, key, show_json(row), fmt::format("expected a row of {} numbers", spec.columns));
+    std::vector<double> r;
+    for (const json& x : row) {
+      if (!x.is_number() || !std::isfinite(x.get<double>()) || x.get<double>() < 0 || x.get<double>() > 1e9)
+        fail_key(where, key, show_json(row), "expected numbers from 0 to 10^9");
+      r.push_back(x.get<double>());
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
 }
 
 }  // namespace
@@ -83,10 +103,15 @@ EngineProfile parse_engine_profile(const json& j, const std::string& where) {
       if (k != "value" && k != "source") fail_key(where, full + "." + k, show_json(v), "unknown key (value, source)");
     if (!entry.contains("source") || !entry["source"].is_string() || entry["source"].get<std::string>().empty())
       fail_key(where, full + ".source", entry.contains("source") ? show_json(entry["source"]) : "(absent)", "every engine number needs a source");
-    p.params[key] = SourcedValue{param_value(entry["value"], *spec, where, full + ".value"), entry["source"].get<std::string>()};
+    SourcedValue sv;
+    sv.source = entry["source"].get<std::string>();
+    if (spec->kind == ParamKind::table) sv.rows = param_rows(entry["value"], *spec, where, full + ".value");
+    else sv.value = param_value(entry["value"], *spec, where, full + ".value");
+    p.params[key] = std::move(sv);
   }
   for (std::string_view k : wanted)
     if (!p.has(k) && !find_engine_param(k)->optional) fail_key(where, "parameters." + std::string(k), "(absent)", fmt::format("required for {}", family));
+  if (const std::string problem = engine_profile_problem(p); !problem.empty()) fail(where, problem);
   return p;
 }
 

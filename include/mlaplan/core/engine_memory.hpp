@@ -48,6 +48,7 @@ enum class ParamKind {
   gib,       // a non-negative number of GiB
   number,    // a non-negative real
   flag,      // true or false
+  table,     // rows of non-negative numbers (tiers), each row as wide as the parameter says
 };
 
 // What a profile parameter means; the parser accepts exactly these keys for a family.
@@ -57,6 +58,7 @@ struct EngineParamSpec {
   bool vllm = false, sglang = false, trtllm = false;  // which families read it
   std::string_view meaning;
   bool optional = false;  // a profile may leave it out
+  int columns = 0;        // for tables: numbers per row
 };
 const std::vector<EngineParamSpec>& engine_param_specs();
 const EngineParamSpec* find_engine_param(std::string_view key);
@@ -64,6 +66,7 @@ const EngineParamSpec* find_engine_param(std::string_view key);
 struct SourcedValue {
   double value = 0;
   std::string source;
+  std::vector<std::vector<double>> rows;  // for tables
 };
 
 struct EngineProfile {
@@ -85,6 +88,10 @@ struct EngineProfile {
 
 // Keys a family reads; the parser refuses a profile that lacks a required one or has any other.
 std::vector<std::string_view> engine_params_of(EngineFamily f);
+// What is incoherent in a parsed profile beyond single keys (a rule with only some of its keys, tiers
+// out of order); empty when nothing is.
+std::string engine_profile_problem(const EngineProfile& p);
+
 
 // The flags that map to the engines' own settings; unset = the profile's default.
 struct EngineSettings {
@@ -96,6 +103,18 @@ struct EngineSettings {
   std::optional<std::int64_t> block_size;         // tokens per KV block / page
   std::optional<std::int64_t> mtp;                // speculative tokens from the MTP module (0 = off)
 };
+
+// SGLang's default mem_fraction_static from its reserved-memory rule (server_args.py
+// _handle_gpu_memory_settings, PR #10975): GPU memory as nvidia-smi reports it, less what the rule
+// reserves for activations, CUDA graphs, the parallel size, DP attention and speculative decoding.
+struct SglangFraction {
+  double fraction = 0;
+  double gpu_mem_mib = 0, reserved_mib = 0;
+  std::int64_t chunked_prefill_size = 0, cuda_graph_max_bs = 0;
+  std::string explanation;
+};
+SglangFraction sglang_reserved_fraction(const EngineProfile& p, const HardwareSpec& hw, const ModelSpec& m, const Parallelism& par,
+                                        const EngineSettings& s);
 
 // One line of the memory budget of a rank; the lines add up to total_seen.
 struct BudgetLine {
