@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <sys/wait.h>
@@ -320,4 +321,26 @@ TEST_CASE("report writes atomically and rejects bad specs in one line", "[report
     CHECK(e.path().filename().string().rfind(".mlaplan_" + std::to_string(getpid()), 0) != 0);
   fs::remove_all(dir);
   fs::remove(bad);
+}
+
+TEST_CASE("The report's engine columns follow the batch: SGLang's prefix sum and TensorRT-LLM's packed tokens", "[report][engines]") {
+  // DeepSeek-V3 on H200: at batch 1 and prefix 1,024 SGLang never expands (1,024 < 8,192); at batch
+  // 32 the extend batch's prefix sum is 32,768 and it expands from a 2-token query on.
+  auto sglang_from = [](std::int64_t batch) {
+    const std::string dir = (std::filesystem::temp_directory_path() / ("mlaplan_report_batch_" + std::to_string(::getpid()) + "_" + std::to_string(batch))).string();
+    const auto r = mlaplan::test::run("report --prefix 1024 --tp 1 --layouts 8x1x1 --batch " + std::to_string(batch) + " --out " + dir);
+    REQUIRE(r.code == 0);
+    std::ifstream in(dir + "/crossover.csv");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto rows = mlaplan::parse_csv(text);
+    std::filesystem::remove_all(dir);
+    REQUIRE(rows.size() >= 2);
+    const auto col = std::find(rows[0].begin(), rows[0].end(), "sglang_expands_from_query") - rows[0].begin();
+    const auto prefix = std::find(rows[0].begin(), rows[0].end(), "prefix") - rows[0].begin();
+    for (std::size_t i = 1; i < rows.size(); ++i)
+      if (rows[i][static_cast<std::size_t>(prefix)] == "1024") return rows[i][static_cast<std::size_t>(col)];
+    return std::string("(no row)");
+  };
+  CHECK(sglang_from(1) == "");
+  CHECK(sglang_from(32) == "2");
 }

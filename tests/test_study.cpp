@@ -2,6 +2,8 @@
 // (never a silent fallback), and the typed rows hold what the formulas give.
 #include <catch2/catch.hpp>
 
+#include <random>
+
 #include <algorithm>
 
 #include "helpers.hpp"
@@ -11,7 +13,17 @@
 #include "mlaplan/io/report_spec.hpp"
 
 using namespace mlaplan;
+using test::all_models;
 using test::model;
+
+namespace {
+// `count` sequences of `query` new tokens after `prefix` cached ones.
+Workload uniform_batch(std::int64_t count, double query, double prefix) {
+  Workload x;
+  x.groups = {SequenceGroup{count, query, prefix}};
+  return x;
+}
+}  // namespace
 
 TEST_CASE("One layout verdict, with the issue and the reason", "[study][feasibility]") {
   const ModelSpec ds = model("deepseek-v3"), llama = model("llama-3.1-8b");
@@ -112,6 +124,12 @@ TEST_CASE("A report whose roofline TP does not divide a model's heads says so in
 }
 
 TEST_CASE("Engine thresholds live in one place and drive both the rule and its description", "[study][engines]") {
+  const ModelSpec v3 = model("deepseek-v3");
+  auto batch = [](std::vector<SequenceGroup> groups) {
+    Workload w;
+    w.groups = std::move(groups);
+    return w;
+  };
   for (const EnginePolicy& e : engine_policies()) {
     INFO(e.key);
     // The text is built from the threshold: a different threshold gives a different rule.
@@ -120,14 +138,118 @@ TEST_CASE("Engine thresholds live in one place and drive both the rule and its d
     CHECK(describe(other).find("77") != std::string::npos);
     CHECK(describe(other).find(std::to_string(static_cast<long long>(e.threshold))) == std::string::npos);
     CHECK(describe(e).find(std::to_string(static_cast<long long>(e.threshold))) != std::string::npos);
-    CHECK(e.choose(1, 100, e.threshold) == PathKind::absorb);  // decode absorbs in every engine
+    CHECK(dispatch(e, v3, batch({{32, 1, 100}})).all_absorbed());  // decode absorbs in every engine
   }
   const auto& p = engine_policies();
-  CHECK(p[1].choose(128, 8192, p[1].threshold) == PathKind::absorb);
-  CHECK(p[1].choose(129, 8192, p[1].threshold) == PathKind::expand);
-  CHECK(p[3].choose(2, 8191, p[3].threshold) == PathKind::absorb);
-  CHECK(p[3].choose(2, 8192, p[3].threshold) == PathKind::expand);
-  CHECK(p[4].choose(240, 10000, p[4].threshold) == PathKind::expand);
-  CHECK(p[4].choose(241, 10000, p[4].threshold) == PathKind::absorb);
+  // vLLM FlashMLA: per request, Q <= 128 absorbs.
+  CHECK(dispatch(p[1], v3, batch({{1, 128, 8192}})).all_absorbed());
+  CHECK(dispatch(p[1], v3, batch({{1, 129, 8192}})).none_absorbed());
+  CHECK(dispatch(p[1], v3, batch({{64, 1, 8192}, {2, 2048, 0}})).absorbed == std::vector<bool>{true, false});
   CHECK(kDefaultBatchedTokens == 8192);
+}
+
+TEST_CASE("SGLang decides on the sum of the extend batch's prefixes", "[study][engines]") {
+  const ModelSpec v3 = model("deepseek-v3");
+  const EnginePolicy& sg = engine_policies()[3];
+  const auto w = uniform_batch;
+  // Prefix 1,024, query 2: batch 1 sums to 1,024 < 8,192 (absorbed); batch 32 sums to 32,768 (MHA).
+  CHECK(dispatch(sg, v3, w(1, 2, 1024)).all_absorbed());
+  CHECK(dispatch(sg, v3, w(32, 2, 1024)).none_absorbed());
+  // Exactly at the threshold: 8 x 1,024 = 8,192 expands, 7 x 1,024 does not.
+  CHECK(dispatch(sg, v3, w(8, 2, 1024)).none_absorbed());
+  CHECK(dispatch(sg, v3, w(7, 2, 1024)).all_absorbed());
+  // No prefix at all: the sum is 0, MHA.
+  CHECK(dispatch(sg, v3, w(1, 2, 0)).none_absorbed());
+  CHECK(dispatch(sg, v3, w(32, 4096, 0)).none_absorbed());
+  // Decode requests stay absorbed and do not enter the sum.
+  Workload mixed;
+  mixed.groups = {SequenceGroup{100, 1, 100000}, SequenceGroup{1, 64, 1024}};
+  CHECK(dispatch(sg, v3, mixed).absorbed == std::vector<bool>{true, true});
+  // DP attention: each rank judges its own batch (32 sequences over DP 8: 4 x 1,024 per rank).
+  Workload dp = w(32, 2, 1024);
+  dp.par.dp = 8;
+  CHECK(dispatch(sg, v3, dp).all_absorbed());
+  // What it costs: DeepSeek-V3 on H200, TP 1, batch 32, prefix 1,024, query 2: SGLang expands,
+  // the absorbed path is far faster.
+  const Roofline rf = roofline_for(load_gpu("h200"), DType::bf16, Efficiency{});
+  const CostStudy st = cost_study(v3, w(32, 2, 1024), rf);
+  const EngineChoice& c = st.engines[3];
+  CHECK(c.key == "sglang");
+  CHECK(c.path.kind == PathKind::expand);
+  CHECK(st.cheaper_by_time == PathKind::absorb);
+  CHECK(c.penalty > 50);
+  const CostStudy one = cost_study(v3, w(1, 2, 1024), rf);
+  CHECK(one.engines[3].path.kind == PathKind::absorb);
+  CHECK(one.engines[3].penalty == 0);
+}
+
+TEST_CASE("TensorRT-LLM's short-sequence MHA is a DSA rule on packed context tokens", "[study][engines]") {
+  const ModelSpec v32 = model("deepseek-v3.2-exp"), v3 = model("deepseek-v3");
+  const EnginePolicy& trt = engine_policies()[4];
+  const auto w = uniform_batch;
+  // 8,192 packed context tokens (4 x 2,048): dense MHA; 16,384 (8 x 2,048): sparse (absorbed).
+  CHECK(dispatch(trt, v32, w(4, 2048, 0)).none_absorbed());
+  CHECK(dispatch(trt, v32, w(8, 2048, 0)).all_absorbed());
+  CHECK(dispatch(trt, v32, w(5, 2048, 0)).none_absorbed());   // 10,240: at the threshold
+  CHECK(dispatch(trt, v32, w(1, 10241, 0)).all_absorbed());   // one request past it
+  // A dense MLA model: every context request expands, whatever its length; generation absorbs.
+  CHECK(dispatch(trt, v3, w(8, 2048, 0)).none_absorbed());
+  CHECK(dispatch(trt, v3, w(1, 100000, 50000)).none_absorbed());
+  CHECK(dispatch(trt, v3, w(64, 1, 50000)).all_absorbed());
+  // The sparse path is what "absorbed" means for V3.2 in the cost study.
+  const Roofline rf = roofline_for(load_gpu("h200"), DType::bf16, Efficiency{});
+  CHECK(cost_study(v32, w(8, 2048, 0), rf).engines[4].path.kind == PathKind::sparse);
+  CHECK(cost_study(v32, w(4, 2048, 0), rf).engines[4].path.kind == PathKind::expand);
+}
+
+TEST_CASE("The split path never costs more than the best single path", "[study][engines][property]") {
+  std::mt19937_64 rng(test::seed("split property"));
+  const Roofline rf = roofline_for(load_gpu("h200"), DType::bf16, Efficiency{});
+  for (const ModelSpec& m : all_models()) {
+    if (!m.is_mla()) continue;
+    for (int trial = 0; trial < 30; ++trial) {
+      Workload w;
+      w.groups.clear();
+      const int groups = 2 + static_cast<int>(rng() % 3);
+      for (int g = 0; g < groups; ++g)
+        w.groups.push_back(SequenceGroup{1 + static_cast<std::int64_t>(rng() % 64), static_cast<double>(1 + rng() % 4096),
+                                         static_cast<double>(rng() % 65536)});
+      w.projections = (trial % 2) == 1;
+      const CostStudy st = cost_study(m, w, rf);
+      INFO(m.name << " trial " << trial);
+      double best_single = INFINITY;
+      const PathResult* split = nullptr;
+      for (const PathResult& p : st.paths) {
+        if (p.kind == PathKind::split) split = &p;
+        else if (p.kind != PathKind::chunked) best_single = std::min(best_single, p.cost.time.value);
+      }
+      if (!split) continue;  // every group the same query length
+      CHECK(split->cost.time.value <= best_single * (1 + 1e-12));
+      // The cheaper path is never slower than the split.
+      double cheaper = INFINITY;
+      for (const PathResult& p : st.paths)
+        if (st.cheaper_by_time && p.kind == *st.cheaper_by_time) cheaper = p.cost.time.value;
+      CHECK(cheaper <= split->cost.time.value);
+    }
+  }
+}
+
+TEST_CASE("A path whose workspace does not fit is infeasible and not chosen", "[study][engines]") {
+  const ModelSpec v3 = model("deepseek-v3");
+  const Roofline rf = roofline_for(load_gpu("h200"), DType::bf16, Efficiency{});
+  Workload w;
+  w.groups = {SequenceGroup{32, 256, 131072}};
+  w.par.tp = 8;
+  const CostStudy free_for_all = cost_study(v3, w, rf);
+  CHECK(free_for_all.cheaper_by_time == PathKind::expand);  // unbounded: the 40 GiB workspace wins
+  const CostStudy bounded = cost_study(v3, w, rf, Bytes{std::int64_t{8} << 30});
+  const auto expand = std::find_if(bounded.paths.begin(), bounded.paths.end(), [](const PathResult& p) { return p.kind == PathKind::expand; });
+  REQUIRE(expand != bounded.paths.end());
+  CHECK(!expand->feasible.ok());
+  CHECK(expand->feasible.reason.find("exceeds the memory left after weights and KV (8192 MiB)") != std::string::npos);
+  CHECK(bounded.cheaper_by_time != PathKind::expand);
+  // The default budget on an H200: this batch's KV alone exceeds the GPU, so nothing with a workspace fits.
+  const WorkspaceBudget b = workspace_budget(v3, load_gpu("h200"), w, 0.9);
+  CHECK(b.left.value == 0);
+  CHECK(b.shortfall.value > 0);
 }

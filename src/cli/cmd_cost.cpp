@@ -1,5 +1,8 @@
 // mlaplan cost: the op table of each path for a step, with totals, and the cheaper path.
 #include <memory>
+#include <optional>
+
+#include <fmt/format.h>
 
 #include "flags.hpp"
 #include "mlaplan/core/study.hpp"
@@ -15,6 +18,7 @@ struct CostFlags {
   RooflineFlags roofline;
   WorkloadFlags workload;
   std::string scope = "core";
+  double workspace_gib = -1;  // < 0: the memory left after weights and the batch's KV
   std::string format = "table";
 };
 
@@ -25,7 +29,19 @@ Document cost(const CostFlags& f) {
   if (f.scope != "core" && f.scope != "layer") fail_flag("--scope", f.scope, "expected core or layer");
   Workload w = f.workload.resolve(m, par, r.compute);
   w.projections = f.scope == "layer";
-  return cost_document(m, r, w, cost_study(m, w, r.rf));
+  std::optional<Bytes> budget;
+  Bytes shortfall{0};
+  if (f.workspace_gib >= 0) {
+    if (!(f.workspace_gib <= 1e6)) fail_flag("--workspace-gib", fmt::format("{}", f.workspace_gib), "expected GiB from 0 to 10^6");
+    budget = Bytes{static_cast<std::int64_t>(f.workspace_gib * static_cast<double>(kGiB))};
+  } else if (m.is_mla()) {
+    const WorkspaceBudget b = workspace_budget(m, r.hw, w, 0.9);
+    budget = b.left;
+    shortfall = b.shortfall;
+  }
+  CostStudy st = cost_study(m, w, r.rf, budget);
+  st.memory_shortfall = shortfall;
+  return cost_document(m, r, w, st);
 }
 
 }  // namespace
@@ -38,6 +54,8 @@ void register_cost_command(CLI::App& app, Context& ctx) {
   add_roofline_flags(c, f->roofline);
   add_workload_flags(c, f->workload);
   c->add_option("--scope", f->scope, "core (attention only) | layer (with projections)")->capture_default_str();
+  c->add_option("--workspace-gib", f->workspace_gib,
+                "memory a path's transient buffers may take per GPU (default: 0.9 x the GPU's memory - weights - the batch's KV cache)");
   add_format_flag(c, f->format);
   c->callback([f, &ctx] { emit(ctx, cost(*f), f->format); });
 }

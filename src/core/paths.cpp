@@ -14,6 +14,7 @@ std::string_view to_string(PathKind p) {
     case PathKind::chunked: return "chunked";
     case PathKind::sparse: return "sparse";
     case PathKind::standard: return "standard";
+    case PathKind::split: return "split";
   }
   return "?";
 }
@@ -105,6 +106,10 @@ BytesF PathPlan::workspace_bytes() const {
   return w;
 }
 
+double sequences_per_rank(const SequenceGroup& g, const Parallelism& par) {
+  return static_cast<double>(ceil_div(g.count, std::max<std::int64_t>(1, par.dp)));
+}
+
 double attention_pairs(double query, double prefix, bool causal) {
   return causal ? query * prefix + query * (query + 1) / 2 : query * (prefix + query);
 }
@@ -121,10 +126,7 @@ double capped_pairs(double query, double prefix, double cap, bool causal) {
   return attention_pairs(below, prefix, true) + (query - below) * cap;
 }
 
-// Sequences of a group on one rank: data-parallel attention gives each rank ⌈count / DP⌉.
-double per_rank(const SequenceGroup& g, const Parallelism& par) {
-  return static_cast<double>(ceil_div(g.count, std::max<std::int64_t>(1, par.dp)));
-}
+double per_rank(const SequenceGroup& g, const Parallelism& par) { return sequences_per_rank(g, par); }
 
 // Batch totals on one rank.
 struct Totals {
@@ -351,9 +353,35 @@ PathPlan mla_path(const MlaGeometry& g, const Workload& w, PathKind kind) {
       p.add(v_absorb(g, t));
       break;
     }
-    case PathKind::standard: break;
+    case PathKind::standard:
+    case PathKind::split: break;
   }
   if (w.projections) add_o_proj(p, g, t);
+  return p;
+}
+
+PathPlan split_path(const ModelSpec& m, const Workload& w, const std::vector<bool>& absorbed, PathKind absorbed_kind, PathKind expanded_kind) {
+  Workload wa = w, we = w;
+  wa.groups.clear();
+  we.groups.clear();
+  wa.projections = we.projections = false;
+  for (std::size_t i = 0; i < w.groups.size(); ++i) (i < absorbed.size() && absorbed[i] ? wa : we).groups.push_back(w.groups[i]);
+  PathPlan p;
+  p.kind = PathKind::split;
+  auto append = [&p](const PathPlan& part, bool projections_only) {
+    for (const Op& op : part) {
+      const bool projection = op.id == OpId::q_a_proj || op.id == OpId::q_b_proj || op.id == OpId::q_proj || op.id == OpId::kv_a_proj ||
+                              op.id == OpId::o_proj || op.id == OpId::indexer_proj;
+      if (projection == projections_only) p.add(op);
+    }
+  };
+  if (w.projections) {
+    // Projections run once over every new token of the batch (their weights read once).
+    Workload all = w;
+    append(mla_path(m, all, absorbed_kind), true);
+  }
+  if (!wa.groups.empty()) append(mla_path(m, wa, absorbed_kind), false);
+  if (!we.groups.empty()) append(mla_path(m, we, expanded_kind), false);
   return p;
 }
 

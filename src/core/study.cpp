@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "mlaplan/core/crossover.hpp"
 
@@ -24,32 +25,143 @@ std::vector<std::pair<PathPlan, std::int64_t>> model_plans(const ModelSpec& m, c
 
 }  // namespace
 
-CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf) {
+namespace {
+
+PathResult result_of(const ModelSpec& m, const std::vector<std::pair<PathPlan, std::int64_t>>& plans, PathKind kind, const Roofline& rf,
+                     const std::optional<Bytes>& budget) {
+  PathResult r{kind, {}, {}, {}, {}};
+  for (const auto& [plan, layers] : plans) {
+    r.cost += path_cost(plan, rf) * static_cast<double>(layers);
+    for (const Op& op : plan) r.ops.push_back(OpRow{op, layers, op_time(op, rf)});
+  }
+  if (budget && r.cost.workspace_bytes.value > static_cast<double>(budget->value)) {
+    std::ostringstream why;
+    why << "its largest workspace (" << std::llround(r.cost.workspace_bytes.value / static_cast<double>(kMiB))
+        << " MiB) exceeds the memory left after weights and KV (" << budget->value / kMiB << " MiB)";
+    r.feasible = Verdict::no(why.str());
+  }
+  (void)m;
+  return r;
+}
+
+std::string describe_groups(const Workload& w, const std::vector<bool>& absorbed, bool which) {
+  std::ostringstream s;
+  bool first = true;
+  for (std::size_t i = 0; i < w.groups.size(); ++i)
+    if (absorbed[i] == which) {
+      const SequenceGroup& g = w.groups[i];
+      s << (first ? "" : ",") << g.count << "x" << std::llround(g.query) << "@" << std::llround(g.prefix);
+      first = false;
+    }
+  return s.str();
+}
+
+// A division of the batch between the absorbed kernels (absorb, or sparse with DSA) and the
+// expanded ones (`expanded`): the whole-batch path when one side is empty, else split.
+PathResult divided(const ModelSpec& m, const Workload& w, const std::vector<bool>& absorbed, PathKind expanded, const Roofline& rf,
+                   const std::optional<Bytes>& budget) {
+  const PathKind absorbed_kind = m.indexer ? PathKind::sparse : PathKind::absorb;
+  const bool all = std::all_of(absorbed.begin(), absorbed.end(), [](bool a) { return a; });
+  const bool none = std::none_of(absorbed.begin(), absorbed.end(), [](bool a) { return a; });
+  if (all || none) return result_of(m, {{mla_path(m, w, all ? absorbed_kind : expanded), m.num_layers()}}, all ? absorbed_kind : expanded, rf, budget);
+  PathResult r = result_of(m, {{split_path(m, w, absorbed, absorbed_kind, expanded), m.num_layers()}}, PathKind::split, rf, budget);
+  std::ostringstream d;
+  d << to_string(absorbed_kind) << ": " << describe_groups(w, absorbed, true) << "; " << to_string(expanded) << ": " << describe_groups(w, absorbed, false);
+  r.detail = d.str();
+  return r;
+}
+
+}  // namespace
+
+CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf, std::optional<Bytes> budget) {
   CostStudy s;
   s.layers = m.num_layers();
-  double min_flops = INFINITY, min_time = INFINITY, max_flops = 0, max_time = 0;
-  for (PathKind k : paths_for(m)) {
-    PathResult r{k, {}, {}};
-    for (const auto& [plan, layers] : model_plans(m, w, k)) {
-      r.cost += path_cost(plan, rf) * static_cast<double>(layers);
-      for (const Op& op : plan) r.ops.push_back(OpRow{op, layers, op_time(op, rf)});
-    }
-    if (k != PathKind::chunked) {  // chunked is expand with a bounded workspace, not a third choice
-      if (r.cost.flops.value < min_flops) min_flops = r.cost.flops.value, s.cheaper_by_flops = k;
-      if (r.cost.time.value < min_time) min_time = r.cost.time.value, s.cheaper_by_time = k;
-      max_flops = std::max(max_flops, r.cost.flops.value);
-      max_time = std::max(max_time, r.cost.time.value);
-    }
-    s.paths.push_back(std::move(r));
+  s.workspace_budget = budget;
+  for (PathKind k : paths_for(m)) s.paths.push_back(result_of(m, model_plans(m, w, k), k, rf, budget));
+  const bool mla = m.is_mla();
+  // The faster feasible expanded path (chunked bounds the workspace of expand).
+  auto find = [&s](PathKind k) -> const PathResult* {
+    for (const PathResult& p : s.paths)
+      if (p.kind == k) return &p;
+    return nullptr;
+  };
+  PathKind expanded = PathKind::expand;
+  if (mla) {
+    const PathResult *e = find(PathKind::expand), *c = find(PathKind::chunked);
+    if (e && c && (!e->feasible.ok() || (c->feasible.ok() && c->cost.time.value < e->cost.time.value))) expanded = PathKind::chunked;
   }
-  if (paths_for(m).size() > 1) {
+  // Split: the batch's groups ordered by query length; absorb the shortest k, expand the rest (the
+  // division vLLM makes at its threshold); the best k, the ends included, so that a mixed batch's
+  // split never costs more than its best single path (then it is that path, said in its detail).
+  if (mla && w.groups.size() > 1) {
+    std::vector<std::size_t> order(w.groups.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&w](std::size_t a, std::size_t b) { return w.groups[a].query < w.groups[b].query; });
+    bool mixed = false;
+    for (std::size_t k = 1; k < order.size(); ++k) mixed = mixed || w.groups[order[k]].query != w.groups[order[k - 1]].query;
+    std::optional<PathResult> best;
+    for (std::size_t k = 0; mixed && k <= order.size(); ++k) {
+      if (k > 0 && k < order.size() && w.groups[order[k]].query == w.groups[order[k - 1]].query) continue;  // same length: same side
+      std::vector<bool> absorbed(w.groups.size(), false);
+      for (std::size_t j = 0; j < k; ++j) absorbed[order[j]] = true;
+      PathResult r = divided(m, w, absorbed, expanded, rf, budget);
+      if (r.kind != PathKind::split) r.detail = "every group " + std::string(to_string(r.kind));
+      r.kind = PathKind::split;
+      if (r.feasible.ok() && (!best || r.cost.time.value < best->cost.time.value)) best = std::move(r);
+    }
+    if (best) s.paths.push_back(std::move(*best));
+  }
+
+  double min_flops = INFINITY, min_time = INFINITY, max_flops = 0, max_time = 0;
+  std::size_t competing = 0;
+  for (const PathResult& r : s.paths) {
+    if (r.kind == PathKind::chunked || !r.feasible.ok()) continue;  // chunked is expand with a bounded workspace
+    ++competing;
+    if (r.cost.flops.value < min_flops) min_flops = r.cost.flops.value, s.cheaper_by_flops = r.kind;
+    if (r.cost.time.value < min_time) min_time = r.cost.time.value, s.cheaper_by_time = r.kind;
+    max_flops = std::max(max_flops, r.cost.flops.value);
+    max_time = std::max(max_time, r.cost.time.value);
+  }
+  // Expand infeasible: chunked competes in its place.
+  if (mla && find(PathKind::expand) && !find(PathKind::expand)->feasible.ok() && find(PathKind::chunked) && find(PathKind::chunked)->feasible.ok()) {
+    const PathResult& c = *find(PathKind::chunked);
+    ++competing;
+    if (c.cost.flops.value < min_flops) min_flops = c.cost.flops.value, s.cheaper_by_flops = c.kind;
+    if (c.cost.time.value < min_time) min_time = c.cost.time.value, s.cheaper_by_time = c.kind;
+    max_flops = std::max(max_flops, c.cost.flops.value);
+    max_time = std::max(max_time, c.cost.time.value);
+  }
+  if (paths_for(m).size() > 1 && competing > 0) {
     s.flops_ratio = max_flops / min_flops;
     s.time_ratio = max_time / min_time;
   } else {
     s.cheaper_by_flops.reset();
     s.cheaper_by_time.reset();
   }
+
+  if (mla) {
+    for (const EnginePolicy& e : engine_policies()) {
+      const EngineDispatch d = dispatch(e, m, w);
+      EngineChoice c{e.key, e.name, divided(m, w, d.absorbed, expanded, rf, budget), 0};
+      // An engine whose path does not fit cannot run the batch this way: no penalty, a reason.
+      c.penalty = !c.path.feasible.ok() ? INFINITY : std::isfinite(min_time) ? c.path.cost.time.value / min_time - 1 : 0;
+      s.engines.push_back(std::move(c));
+    }
+  }
   return s;
+}
+
+WorkspaceBudget workspace_budget(const ModelSpec& m, const HardwareSpec& hw, const Workload& w, double mem_util) {
+  const Bytes total = hw.memory_torch_total.value > 0 ? hw.memory_torch_total : hw.memory_capacity;
+  const double usable = static_cast<double>(total.value) * mem_util;
+  const Bytes weights = weight_bytes_per_rank(m, default_weight_plan(m), w.par);
+  Bytes kv{0};
+  for (const SequenceGroup& g : w.groups) {
+    const auto tokens = static_cast<std::int64_t>(std::ceil(g.prefix + g.query));
+    kv += sequence_kv_bytes(m, w.kv, w.par.tp, tokens, 1) * static_cast<std::int64_t>(sequences_per_rank(g, w.par));
+  }
+  const double left = usable - static_cast<double>(weights.value) - static_cast<double>(kv.value);
+  return WorkspaceBudget{Bytes{static_cast<std::int64_t>(std::max(0.0, left))}, Bytes{static_cast<std::int64_t>(std::max(0.0, -left))}};
 }
 
 CrossoverStudy crossover_study(const ModelSpec& m, const Roofline& rf, const CrossoverSweepSpec& s, const Progress& progress) {
@@ -75,7 +187,7 @@ CrossoverStudy crossover_study(const ModelSpec& m, const Roofline& rf, const Cro
                                        .prefix = p,
                                        .flop_crossover_query = flop_crossover_query(g, p, w.causal),
                                        .roofline_crossover_query = roofline_crossover_query(m, w, p, s.batch, rf),
-                                       .engines = engine_outcomes(g, w, p, s.batch, rf, s.max_query)});
+                                       .engines = engine_outcomes(m, g, w, p, s.batch, rf, s.max_query)});
         if (progress) progress(++done, total);
       }
     }

@@ -409,7 +409,9 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
                  {"bound", "bound", Unit::text},
                  {"workspace_bytes", "workspace", Unit::bytes},
                  {"time_s_per_layer", "time/layer", Unit::seconds},
-                 {"time_s", "time", Unit::seconds}},
+                 {"time_s", "time", Unit::seconds},
+                 {"feasible", "fits", Unit::text},
+                 {"detail", "batch division / reason", Unit::text, true}},
                 .rows = {}};
   const double L = static_cast<double>(st.layers);
   std::vector<Table> op_tables;
@@ -431,7 +433,8 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
       doc.fields.push_back(fld);
     }
     summary.rows.push_back({name(p.kind), c.flops.value, c.bytes.value, c.intensity(), bound(c.compute_bound()), c.workspace_bytes.value,
-                            c.time.value / L, c.time.value});
+                            c.time.value / L, c.time.value, p.feasible.ok(),
+                            !p.feasible.ok() ? p.feasible.reason : p.detail.empty() ? std::string("-") : p.detail});
     Table ops{.name = key + "ops", .title = fmt::format("{} path: ops per layer", name(p.kind)),
               .columns = {{"op", "op", Unit::text},
                {"kind", "kind", Unit::text},
@@ -450,6 +453,30 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
     op_tables.push_back(std::move(ops));
   }
   doc.tables.push_back(std::move(summary));
+  if (!st.engines.empty()) {
+    Table eng{.name = "engines", .title = "What each engine runs for this batch (its rule over the whole batch)",
+              .columns = {{"engine", "engine", Unit::text},
+                          {"path", "path", Unit::text},
+                          {"time_s", "time", Unit::seconds},
+                          {"penalty", "over the fastest feasible", Unit::fraction},
+                          {"feasible", "fits", Unit::text},
+                          {"detail", "batch division / reason", Unit::text, true}},
+              .rows = {}};
+    for (const EngineChoice& e : st.engines) {
+      const PathResult& p = e.path;
+      const std::string key = "engines." + std::string(e.key) + ".";
+      for (Field fld : std::initializer_list<Field>{{key + "path", "", name(p.kind), Unit::text},
+                                                    {key + "time_s", "", p.cost.time.value, Unit::seconds},
+                                                    {key + "penalty", "", finite_or_null(e.penalty), Unit::fraction},
+                                                    {key + "feasible", "", p.feasible.ok(), Unit::text}}) {
+        fld.json_only = true;
+        doc.fields.push_back(fld);
+      }
+      eng.rows.push_back({std::string(e.name), name(p.kind), p.cost.time.value, finite_or_null(e.penalty), p.feasible.ok(),
+                          !p.feasible.ok() ? p.feasible.reason : p.detail.empty() ? std::string("-") : p.detail});
+    }
+    doc.tables.push_back(std::move(eng));
+  }
   for (auto& t : op_tables) doc.tables.push_back(std::move(t));
   const bool several = st.cheaper_by_time.has_value();
   doc.fields.push_back({"cheaper_by_flops", "cheaper by FLOPs", several ? Value{name(*st.cheaper_by_flops)} : Value{}, Unit::text});
@@ -461,7 +488,16 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
   doc.notes.push_back(!w.projections ? "Attention core only (the seeds' per-layer figures); --scope layer adds the q/kv/o projections, the same for every path."
                                      : "Layer scope: the q/kv/o projections are included and are the same for every path.");
   doc.notes.push_back("Weights an op reads are read once per step; caches once per sequence. Times are per rank; FLOPs and bytes are per rank (heads / TP, batch / DP).");
-  if (m.is_mla()) doc.notes.push_back("The cheaper path is chosen among absorb, expand (and sparse); chunked is expand with its workspace bounded by --chunk.");
+  if (m.is_mla()) {
+    doc.notes.push_back("The cheaper path is chosen among the feasible absorb, expand, split (and sparse); chunked is expand with its workspace bounded by --chunk, and competes when expand does not fit.");
+    if (st.workspace_budget)
+      doc.notes.push_back(fmt::format("Workspace budget per GPU: {} (--workspace-gib; by default 0.9 x the GPU's memory - weights - the batch's KV cache).",
+                                      humanize(st.workspace_budget->value, Unit::bytes)));
+    if (st.memory_shortfall.value > 0)
+      doc.notes.push_back(fmt::format("The weights and this batch's KV cache exceed 0.9 x the GPU's memory by {} at TP {}: no path with a workspace fits "
+                                      "(spread the model with --tp, or give --workspace-gib to compare the paths regardless).",
+                                      humanize(st.memory_shortfall.value, Unit::bytes), w.par.tp));
+  }
   return doc;
 }
 

@@ -1,6 +1,7 @@
 #include "mlaplan/io/report.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -165,19 +166,23 @@ Table roofline_ops_table(const ReportStudy& st) {
   return t;
 }
 
-// The plot of an engine threshold: query thresholds are horizontal lines (Q* axis), prefix and
-// context thresholds vertical ones (prefix axis).
-svg::RefLine threshold_line(const EnginePolicy& e) {
+// The plot of an engine threshold for `batch` equal sequences per rank: query thresholds are
+// horizontal lines (Q* axis); SGLang's prefix-sum threshold is a vertical line at threshold / batch;
+// TensorRT-LLM's packed-token rule applies to DSA models only (P + Q <= threshold / batch).
+std::optional<svg::RefLine> threshold_line(const EnginePolicy& e, double batch, bool dsa) {
   const std::string t = humanize(e.threshold, Unit::count);
   switch (e.axis) {
     case ThresholdAxis::query:
-      return {.vertical = false, .value = e.threshold, .label = fmt::format("{} threshold {}", e.name, t), .label_left = e.threshold > 1};
-    case ThresholdAxis::prefix:
-      return {.vertical = true, .value = e.threshold, .label = fmt::format("{}: expand if P >= {}", e.name, t), .label_left = false};
-    case ThresholdAxis::context:
-      return {.vertical = true, .value = e.threshold, .label = fmt::format("{}: expand if P + Q <= {}", e.name, t), .label_left = false};
+      return svg::RefLine{.vertical = false, .value = e.threshold, .label = fmt::format("{} threshold {}", e.name, t), .label_left = e.threshold > 1};
+    case ThresholdAxis::prefix_sum:
+      return svg::RefLine{.vertical = true, .value = e.threshold / batch,
+                          .label = fmt::format("{}: expand if {} x P >= {}", e.name, humanize(batch, Unit::count), t), .label_left = false};
+    case ThresholdAxis::packed_tokens:
+      if (!dsa) return std::nullopt;
+      return svg::RefLine{.vertical = true, .value = e.threshold / batch,
+                          .label = fmt::format("{}: dense if {} x (P + Q) <= {}", e.name, humanize(batch, Unit::count), t), .label_left = false};
   }
-  return {};
+  return std::nullopt;
 }
 
 }  // namespace
@@ -251,7 +256,10 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
     for (const ReportCrossoverRow& r : st.crossover)
       if (on_plot(r, in.crossover_tps.front()) && std::isfinite(r.row.flop_crossover_query)) f.points.push_back({r.row.prefix, r.row.flop_crossover_query});
     xo.series.push_back(f);
-    for (const EnginePolicy& e : engine_policies()) xo.refs.push_back(threshold_line(e));
+    const bool dsa = std::any_of(in.models.begin(), in.models.end(), [](const NamedModel& l) { return l.spec.indexer.has_value(); });
+    const double per_rank = std::ceil(static_cast<double>(in.batch) / static_cast<double>(std::max<std::int64_t>(1, in.layouts.empty() ? 1 : 1)));
+    for (const EnginePolicy& e : engine_policies())
+      if (const auto line = threshold_line(e, per_rank, dsa)) xo.refs.push_back(*line);
   }
 
   svg::BarChart bars;

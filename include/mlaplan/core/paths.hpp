@@ -18,7 +18,8 @@
 
 namespace mlaplan {
 
-enum class PathKind { absorb, expand, chunked, sparse, standard };
+// split: a batch divided between the absorbed and the expanded kernels (as vLLM runs a mixed batch).
+enum class PathKind { absorb, expand, chunked, sparse, standard, split };
 std::string_view to_string(PathKind p);
 
 enum class OpKind { gemm, bmm, attention, merge, elementwise, indexer };
@@ -54,7 +55,7 @@ struct Op {
 
 // A fixed-capacity op list: costing a path allocates nothing.
 struct PathPlan {
-  static constexpr std::size_t kMaxOps = 12;
+  static constexpr std::size_t kMaxOps = 20;
   PathKind kind = PathKind::absorb;
   std::array<Op, kMaxOps> ops{};
   std::size_t count = 0;
@@ -75,7 +76,7 @@ struct SequenceGroup {
 };
 
 struct Workload {
-  std::vector<SequenceGroup> groups{SequenceGroup{}};
+  std::vector<SequenceGroup> groups = std::vector<SequenceGroup>(1);  // one sequence of one token (not an initializer list: GCC 12 -O3 warns maybe-uninitialized on it)
   bool causal = true;
   DType compute = DType::bf16;       // activation dtype and the peak used
   KvDtype kv = KvDtype::bf16;
@@ -85,6 +86,9 @@ struct Workload {
   std::int64_t kv_splits = 1;        // absorbed decode: split-KV partitions merged by log-sum-exp
   bool projections = false;          // scope: layer (true) or attention core (false)
 };
+
+// Sequences of a group on one rank: data-parallel attention gives each rank ⌈count / DP⌉.
+double sequences_per_rank(const SequenceGroup& g, const Parallelism& par);
 
 // Attention (query, key) pairs of one sequence: causal Q·P + Q·(Q+1)/2, non-causal Q·(P+Q).
 double attention_pairs(double query, double prefix, bool causal);
@@ -116,6 +120,11 @@ Flops absorb_flops_per_pair(const MlaGeometry& g);
 PathPlan mla_path(const ModelSpec& m, const Workload& w, PathKind kind);
 // The same with the geometry already derived (for solvers that cost many steps of one shape).
 PathPlan mla_path(const MlaGeometry& g, const Workload& w, PathKind kind);
+// A batch divided between two kernels' paths: the groups marked in `absorbed` run `absorbed_kind`
+// (absorb, or sparse for DSA), the others `expanded_kind` (expand or chunked); the layer's
+// projections, when in scope, are counted once for the whole batch.
+PathPlan split_path(const ModelSpec& m, const Workload& w, const std::vector<bool>& absorbed, PathKind absorbed_kind, PathKind expanded_kind);
+
 // Ordinary attention for MHA/GQA/MQA models, one layer kind (window 0 = full attention).
 PathPlan standard_path(const ModelSpec& m, const Workload& w, std::int64_t window = 0);
 

@@ -41,10 +41,22 @@ struct PathResult {
   PathKind kind = PathKind::absorb;
   PathCost cost;  // the whole model: Σ over layer kinds of (per-layer cost × layers)
   std::vector<OpRow> ops;
+  Verdict feasible;    // no: its largest workspace exceeds the memory left for one
+  std::string detail;  // split: which groups run which path
+};
+
+// What an engine runs for the workload (its rule over the whole batch) and what it costs.
+struct EngineChoice {
+  std::string_view key, name;
+  PathResult path;      // absorb, expand, chunked, sparse, or split
+  double penalty = 0;   // its time over the fastest feasible path's, − 1 (+inf when its own path does not fit)
 };
 
 struct CostStudy {
-  std::vector<PathResult> paths;
+  std::vector<PathResult> paths;  // split (for a mixed batch) after the model's own paths
+  std::vector<EngineChoice> engines;  // MLA models: every engine policy's choice
+  std::optional<Bytes> workspace_budget;  // memory one op's transient buffers may take, when known
+  Bytes memory_shortfall{0};              // weights and the batch's KV beyond the memory (the budget is then 0)
   std::int64_t layers = 0;
   // Among the competing paths (chunked is expand with a bounded workspace, not a third choice);
   // absent when the model has one path.
@@ -53,7 +65,20 @@ struct CostStudy {
   double time_ratio = 0;   // time of the slowest over the fastest
 };
 // Per-layer plans for each layer kind of `m` (sliding windows for standard attention), costed on `rf`.
-CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf);
+// With a workspace budget, a path whose largest op workspace exceeds it is infeasible and the
+// comparisons (cheaper_by_*, the engines' penalties) are among feasible paths only. For an MLA
+// model and a batch of several shapes, `split` is the best division of the batch by query length
+// between the absorbed and the expanded kernels.
+CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf, std::optional<Bytes> workspace_budget = std::nullopt);
+
+// The memory one op's workspace may use on a rank: the memory torch sees (or the datasheet's) ×
+// mem_util − the weights on the rank − the KV cache of the workload's sequences on the rank; and
+// by how much weights and KV exceed that memory when they do (the budget is then 0).
+struct WorkspaceBudget {
+  Bytes left{0};
+  Bytes shortfall{0};
+};
+WorkspaceBudget workspace_budget(const ModelSpec& m, const HardwareSpec& hw, const Workload& w, double mem_util);
 
 // ---- crossover: Q* against prefix, TP and cache dtype, beside the engines' rules ----
 
