@@ -24,6 +24,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         s.mtp = dp == 2 ? 1 : 0;
         const EngineCapacity e = engine_capacity(*m, gpu, p, default_weight_plan(*m), Parallelism{1, dp, 1}, KvDtype::bf16, s, 4096);
         (void)as_capacity_result(e, *m, Parallelism{1, dp, 1}, KvDtype::bf16, 4096);
+        // Whatever the profile's numbers: the budget lines add up to the total, none but the
+        // over-budget line is negative, and a result that fits has a pool that holds its tokens.
+        if (!e.lines.empty()) {
+          Bytes sum{0};
+          for (const BudgetLine& l : e.lines) {
+            sum += l.bytes;
+            if (l.key != "over_budget" && l.bytes.value < 0) __builtin_trap();
+          }
+          if (sum != e.total_seen) __builtin_trap();
+        }
+        if (e.fits() && e.kv_pool.value < e.engine_kv_tokens) __builtin_trap();
       }
     }
   } catch (const InputError&) {

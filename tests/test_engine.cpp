@@ -131,9 +131,11 @@ TEST_CASE("SGLang 0.4.3 and DeepSeek-R1 on 16 x H20: mem_fraction_static of the 
   // Cell: (512 + 64) · 61 · 2 B; no pages in 0.4.3.
   CHECK(e.kv_bytes_per_token.value == 70272);
   CHECK(e.block_size == 1);
-  // F0 = 95.00 GiB − 0.61 GiB (CUDA context); KV = 0.93 · F0 − weights (experts TP-split, W_UK/W_UV
+  // KV = 0.93 · F0 − weights (experts TP-split, W_UK/W_UV
   // copies in fp8: 16/16 heads... one head per rank: 128·512 + 128·512 fp8 plus block scales).
-  const double f0 = static_cast<double>(gib(95.00).value - gib(0.61).value);
+  // F0 = torch's total (97,285 MiB) − 0.61 GiB of CUDA context.
+  CHECK(hw.memory_torch_total.value == 97285LL << 20);
+  const double f0 = static_cast<double>(hw.memory_torch_total.value - gib(0.61).value);
   const double expected = std::floor((0.93 * f0 - static_cast<double>(e.weights.value)) / 70272.0);
   CHECK(std::abs(static_cast<double>(e.engine_kv_tokens) - expected) <= 1.0);
   CHECK(e.weights > weights_without_mtp(m, w, par));
@@ -280,9 +282,12 @@ TEST_CASE("capacity with an engine: the flagship command and its JSON keys", "[e
 }
 
 TEST_CASE("Engine names and versions resolve or exit 2 naming the flag", "[engine][hostile]") {
-  CHECK(load_engine("vllm").since.text == "0.8.0");
+  CHECK(load_engine("vllm").since.text == "0.9.0");
   CHECK(load_engine("VLLM@0.7.3").since.text == "0.7.2");
   CHECK(load_engine("vllm@0.8.5").since.text == "0.8.0");
+  CHECK(load_engine("vllm@0.8").since.text == "0.8.0");  // 0.8 is 0.8.0
+  CHECK(load_engine("vllm@0.7").since.text == "0.6.5");
+  CHECK(load_engine("trtllm@1").since.text == "1.0.0");
   CHECK(load_engine("tensorrt-llm").family == EngineFamily::trtllm);
   CHECK(load_engine("sglang@0.5.0").since.text == "0.4.3");
   auto expect = [](const std::string& args, const std::string& message) {
@@ -302,6 +307,20 @@ TEST_CASE("Engine names and versions resolve or exit 2 naming the flag", "[engin
   expect("capacity --engine vllm --mtp 1 --no-mtp", "--no-mtp: value 'true': give --mtp N or --no-mtp, not both");
   expect("capacity --engine vllm --mtp 0", "--mtp: value '0': expected speculative tokens from 1 to 64");
   expect("capacity --engine vllm --max-num-seqs 0", "--max-num-seqs: value '0': must be a positive integer");
+  expect("capacity --engine vllm@", "--engine: value 'vllm@': expected a version such as 0.7.3 after '@'");
+  expect("capacity --engine vllm --tp 8 --mem-util 5", "--mem-util: value '5': expected a fraction in (0, 1]");
+  expect("capacity --engine vllm --mem-util nan", "--mem-util: value 'nan': expected a fraction in (0, 1]");
+  expect("capacity --mem-util -0.5", "--mem-util: value '-0.5': expected a fraction in (0, 1]");
+  expect("capacity --block-size 0", "--block-size: value '0': must be a positive integer");
+  expect("capacity --engine sglang@0.4.3 --max-num-seqs 64", "--max-num-seqs: value '64': the sglang@0.4.3+ profile's rule does not read it");
+  expect("capacity --engine sglang@0.4.3 --max-batched-tokens 4096", "--max-batched-tokens: value '4096': the sglang@0.4.3+ profile's rule does not read it");
+  expect("capacity --engine trtllm --enforce-eager", "--enforce-eager: value 'true': the trtllm@1.0.0+ profile's rule does not read it");
+  // SGLang 0.5.4 reads the chunked-prefill size and eager mode (its reserve rule), not max_num_seqs.
+  CHECK(run("capacity --engine sglang --max-batched-tokens 4096 --enforce-eager").code == 0);
+  // vLLM V1 on an A100 takes the small-GPU defaults whatever its memory.
+  const auto a100 = nlohmann::json::parse(run("capacity --engine vllm --gpu a100-80gb --model llama-3.1-8b --format json").out);
+  CHECK(a100["max_batched_tokens"] == 2048);
+  CHECK(a100["max_num_seqs"] == 256);
 }
 
 TEST_CASE("Hostile engine profiles: one line naming the file and key and value", "[engine][hostile]") {
@@ -316,7 +335,10 @@ TEST_CASE("Hostile engine profiles: one line naming the file and key and value",
   CHECK(parse_error(profile_with("pre_load_gib", {{"value", 1}, {"source", "x"}})) ==
         "p.json: key 'parameters.pre_load_gib' = {\"source\":\"x\",\"value\":1}: not a trtllm parameter");
   CHECK(parse_error(profile_with("block_size", {{"value", 1.5}, {"source", "x"}})) ==
-        "p.json: key 'parameters.block_size.value' = 1.5: expected a whole number from 0 to 10^12");
+        "p.json: key 'parameters.block_size.value' = 1.5: expected a whole number from 1 to 10^12");
+  CHECK(parse_error(profile_with("block_size", {{"value", 0}, {"source", "x"}})) ==
+        "p.json: key 'parameters.block_size.value' = 0: expected a whole number from 1 to 10^12");
+  CHECK(parse_error(profile_with("moe_chunk_tokens", {{"value", 0}, {"source", "x"}})) == "(accepted)");  // 0 = no chunking
   CHECK(parse_error(profile_with("loads_mtp", {{"value", 1}, {"source", "x"}})) ==
         "p.json: key 'parameters.loads_mtp.value' = 1: expected true or false");
   CHECK(parse_error(profile_with("non_torch_gib", {{"value", -1}, {"source", "x"}})) ==
@@ -414,7 +436,7 @@ TEST_CASE("report with an engine: capacity through the profile and a spec that c
   std::filesystem::remove_all(dir);
   const auto bad = run("report --engine sglung --out " + dir);
   CHECK(bad.code == 2);
-  CHECK(bad.err == "mlaplan: engine: value 'sglung': expected vllm, sglang or trtllm, optionally @VERSION; did you mean 'sglang'?\n");
+  CHECK(bad.err == "mlaplan: --engine: value 'sglung': expected vllm, sglang or trtllm, optionally @VERSION; did you mean 'sglang'?\n");
   CHECK(!std::filesystem::exists(dir));
 }
 

@@ -51,10 +51,12 @@ int run_engine_logs(const Flags& f, std::ostream& out, std::ostream& err) {
 }
 
 int run(const Flags& f, const CLI::App& app, std::ostream& out, std::ostream& err, bool tty) {
-  if (!f.engine_logs.empty()) {
+  if (app.count("--max-error") && !(f.max_error >= 0 && f.max_error < 1e6))
+    fail_flag("--max-error", fmt::format("{}", f.max_error), "expected a fraction from 0");
+  if (app.count("--engine-logs")) {
+    if (f.engine_logs.empty()) fail_flag("--engine-logs", "", "expected a folder or CSV of engine logs");
     for (const char* other : {"--backend", "--quick", "--seed", "--out", "--against", "--gpu"})
-      if (app.count(other) > 0) fail_flag(other, "", "does not apply with --engine-logs");
-    if (f.max_error >= 0 && !(f.max_error < 1e6)) fail_flag("--max-error", fmt::format("{}", f.max_error), "expected a fraction");
+      if (app.count(other) > 0) fail_flag(other, app.get_option(other)->as<std::string>(), "does not apply with --engine-logs");
     return run_engine_logs(f, out, err);
   }
   if (!f.format.empty()) fail_flag("--format", f.format, "applies to --engine-logs only");

@@ -39,8 +39,20 @@ Document engine_capacity_for(const CapacityFlags& f, CLI::App* app) {
   const HardwareSpec hw = load_gpu(f.gpu);
   const EngineProfile prof = load_engine(f.engine);
   const Parallelism par = f.layout.resolve(m);
+  // Settings the engine's rule does not read are refused rather than ignored.
+  const bool sglang = prof.family == EngineFamily::sglang, reserve_rule = prof.has("gpu_tiers");
+  auto unread = [&](const char* flag, bool reads) {
+    if (app->count(flag) && !reads)
+      fail_flag(flag, app->get_option(flag)->as<std::string>(), fmt::format("the {} profile's rule does not read it", prof.label()));
+  };
+  unread("--max-num-seqs", !sglang);
+  unread("--max-batched-tokens", !sglang || reserve_rule);
+  unread("--enforce-eager", prof.family == EngineFamily::vllm || reserve_rule);
   EngineSettings s;
-  if (app->count("--mem-util")) s.mem_util = f.mem_util;
+  if (app->count("--mem-util")) {
+    if (!(f.mem_util > 0 && f.mem_util <= 1)) fail_flag("--mem-util", fmt::format("{}", f.mem_util), "expected a fraction in (0, 1]");
+    s.mem_util = f.mem_util;
+  }
   if (app->count("--max-model-len")) s.max_model_len = positive("--max-model-len", f.max_model_len, std::int64_t{1} << 40);
   if (app->count("--max-num-seqs")) s.max_num_seqs = positive("--max-num-seqs", f.max_num_seqs, std::int64_t{1} << 30);
   if (app->count("--max-batched-tokens")) s.max_batched_tokens = positive("--max-batched-tokens", f.max_batched_tokens, std::int64_t{1} << 30);
@@ -67,15 +79,16 @@ Document capacity(const CapacityFlags& f, CLI::App* app) {
   const HardwareSpec hw = load_gpu(f.gpu);
   CapacityRequest req;
   req.par = f.layout.resolve(m);
-  const double mem_util = f.mem_util < 0 ? 0.9 : f.mem_util;
+  const double mem_util = app->count("--mem-util") ? f.mem_util : 0.9;
   if (!(mem_util > 0 && mem_util <= 1)) fail_flag("--mem-util", fmt::format("{}", f.mem_util), "expected a fraction in (0, 1]");
-  if (!std::isfinite(f.reserve_gib) || f.reserve_gib > 1e6) fail_flag("--reserve-gib", fmt::format("{}", f.reserve_gib), "expected a finite number of GiB");
+  if (app->count("--reserve-gib") && !(f.reserve_gib >= 0 && f.reserve_gib <= 1e6))
+    fail_flag("--reserve-gib", fmt::format("{}", f.reserve_gib), "expected GiB from 0 to 10^6");
   req.kv_dtype = resolve_kv_dtype(f.kv_dtype, m);
   req.weights = f.weight_dtype.empty() ? default_weight_plan(m) : weight_plan_for(m, resolve_weight_dtype(f.weight_dtype));
   req.mem_util = mem_util;
   req.context = positive("--context", f.context, std::int64_t{1} << 40);
-  req.block_size = f.block_size == 0 ? 1 : positive("--block-size", f.block_size, 1 << 20);
-  const std::int64_t mbt = f.max_batched_tokens == 0 ? kDefaultBatchedTokens : positive("--max-batched-tokens", f.max_batched_tokens, std::int64_t{1} << 30);
+  req.block_size = app->count("--block-size") ? positive("--block-size", f.block_size, 1 << 20) : 1;
+  const std::int64_t mbt = app->count("--max-batched-tokens") ? positive("--max-batched-tokens", f.max_batched_tokens, std::int64_t{1} << 30) : kDefaultBatchedTokens;
   auto reserve = [&](const Parallelism& p) {
     return f.reserve_gib >= 0 ? Bytes{static_cast<std::int64_t>(f.reserve_gib * static_cast<double>(kGiB))} : activation_reserve_estimate(m, p, mbt);
   };
@@ -96,7 +109,7 @@ void register_capacity_command(CLI::App& app, Context& ctx) {
   c->add_option("--kv-dtype", f->kv_dtype, "fp32 | bf16 | fp16 | fp8 | fp8_flashmla | fp4")->capture_default_str();
   c->add_option("--weight-dtype", f->weight_dtype, "fp32 | bf16 | fp16 | fp8 | mxfp4 (default: the config's quantization, else bf16)");
   c->add_option("--mem-util", f->mem_util, "fraction of GPU memory the engine may use (default 0.9; with --engine: gpu_memory_utilization / mem_fraction_static / free_gpu_memory_fraction, default the profile's)");
-  c->add_option("--context", f->context, "tokens per sequence for the sequence count")->capture_default_str();
+  c->add_option("--context", f->context, "tokens per sequence for the sequence count (default 32768; with --engine, max_model_len)");
   c->add_option("--block-size", f->block_size, "page size in tokens: vLLM 16, FlashMLA 64 (default: unpaged; with --engine the profile's)");
   c->add_option("--max-batched-tokens", f->max_batched_tokens, "tokens per forward pass for the activation estimate (default 8192; with --engine: max_num_batched_tokens / chunked_prefill_size / max_num_tokens)");
   c->add_option("--engine", f->engine, "vllm | sglang | trtllm[@VERSION] or a profile file: the pool that engine allocates (engines/)");

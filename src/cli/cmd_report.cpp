@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "flags.hpp"
+#include "mlaplan/io/engine_json.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/folder.hpp"
 #include "mlaplan/io/hf_config.hpp"
@@ -48,7 +49,10 @@ ReportSpec spec_from(const ReportFlags& f) {
   if (!f.prefixes.empty()) s.prefixes = f.prefixes;
   if (!f.tps.empty()) s.crossover_tps = parse_int_list("--tp", f.tps);
   if (f.batch != 0) s.batch = positive("--batch", f.batch, 10'000'000);
-  if (!f.engine.empty()) s.engine = f.engine;
+  if (!f.engine.empty()) {
+    (void)load_engine(f.engine, "--engine");  // refused here under the flag's name
+    s.engine = f.engine;
+  }
   if (!f.models.empty() && f.spec_file.empty()) {
     s.title = f.models.front();
     if (!f.gpus.empty()) s.title += " on " + f.gpus.front();
@@ -87,7 +91,8 @@ void register_report_command(CLI::App& app, Context& ctx) {
   c->add_option("--engine", f->engine, "capacity as vllm | sglang | trtllm[@VERSION] allocates it (engines/)");
   c->add_option("--tp", f->tps, "crossover and intensity TP sizes, e.g. 1,2,4,8");
   c->add_option("--batch", f->batch, "sequences per step for intensity and crossover");
-  c->callback([f, &ctx] {
+  c->callback([f, c, &ctx] {
+    if (c->count("--engine") && f->engine.empty()) fail_flag("--engine", "", "expected vllm, sglang or trtllm, optionally @VERSION");
     if (!f->check.empty()) {
       const std::string spec_path = f->check + "/spec.json";
       const ReportSpec spec = parse_report_spec(load_json_file(spec_path), spec_path);

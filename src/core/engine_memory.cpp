@@ -66,13 +66,13 @@ const std::vector<EngineParamSpec>& engine_param_specs() {
       {"reserved_floor_mib", K::number, false, true, false, "reserve rule: at least this much on large GPUs", true},
       {"reserved_floor_above_gib", K::gib, false, true, false, "reserve rule: 'large' GPU", true},
       {"reserved_spec_mib", K::number, false, true, false, "reserve rule: speculative decoding (EAGLE/MTP draft and its graphs)", true},
-      {"block_size", K::count, true, true, true, "default tokens per KV block (vLLM block_size, SGLang page_size, TensorRT-LLM tokens_per_block)"},
+      {"block_size", K::count, true, true, true, "default tokens per KV block (vLLM block_size, SGLang page_size, TensorRT-LLM tokens_per_block)", false, 0, true},
       {"mla_block_size", K::count, true, true, false, "block size the MLA attention backend forces (FlashMLA 64); 0 = block_size"},
-      {"max_num_seqs", K::count, true, false, true, "default max_num_seqs / max_batch_size: rows the profiling sampler runs over"},
-      {"max_batched_tokens", K::count, true, false, true, "default max_num_batched_tokens / max_num_tokens with chunked prefill on"},
+      {"max_num_seqs", K::count, true, false, true, "default max_num_seqs / max_batch_size: rows the profiling sampler runs over", false, 0, true},
+      {"max_batched_tokens", K::count, true, false, true, "default max_num_batched_tokens / max_num_tokens with chunked prefill on", false, 0, true},
       {"chunked_prefill_above", K::count, true, false, false, "chunked prefill is on by default when max_model_len exceeds this (0: always on)"},
       {"mla_chunked_prefill", K::flag, true, false, false, "false when the version forces chunked prefill off for MLA models"},
-      {"unchunked_min_tokens", K::count, true, false, false, "with chunked prefill off, max_num_batched_tokens = max(max_model_len, this)"},
+      {"unchunked_min_tokens", K::count, true, false, false, "with chunked prefill off, max_num_batched_tokens = max(max_model_len, this)", false, 0, true},
       {"mla_latent_cache", K::flag, true, true, true, "MLA models cache the latent (false: per-head K and V, as before MLA support)"},
       {"mla_align_bytes", K::count, true, false, false, "each token's latent entry per layer is padded to a multiple of this many bytes (0: none)"},
       {"mha_head_size_pow2", K::flag, true, false, false, "without a latent cache, the head size is rounded up to a power of two"},
@@ -84,7 +84,7 @@ const std::vector<EngineParamSpec>& engine_param_specs() {
       {"mlp_copies", K::number, true, false, true, "tensors of tokens x per-rank MLP intermediate (2 B) alive at the dense MLP's peak"},
       {"moe_chunk_tokens", K::count, true, false, true, "tokens the fused-MoE workspace is sized for at most (VLLM_FUSED_MOE_CHUNK_SIZE)"},
       {"sampler_bytes_per_logit", K::number, true, false, true, "bytes per (sequence x vocabulary entry) alive at the sampler's peak"},
-      {"vocab_pad", K::count, true, false, true, "the vocabulary is padded to a multiple of this"},
+      {"vocab_pad", K::count, true, false, true, "the vocabulary is padded to a multiple of this", false, 0, true},
       {"mla_uk_uv_copy", K::flag, true, true, false, "the version keeps a separate copy of W_UK and W_UV (from kv_b_proj) for the absorbed path"},
       {"mla_uk_uv_copy_bf16", K::flag, true, true, false, "that copy is bf16 (false: the checkpoint's linear dtype)"},
       {"mla_fused_q_o", K::flag, true, false, false, "the version precomputes W_UQ.W_UK and W_UV.W_O per layer, in the checkpoint's linear dtype"},
@@ -92,8 +92,9 @@ const std::vector<EngineParamSpec>& engine_param_specs() {
       {"dense_mlp_over_dp", K::flag, true, true, true, "dense MLPs and shared experts are split across all TP x DP ranks under DP attention"},
       {"pre_load_gib", K::gib, false, true, false, "memory in use when the free memory is first read (CUDA context, NCCL)"},
       {"large_gpu_gib", K::gib, true, false, false, "GPUs with at least this much memory get max_batched_tokens and max_num_seqs; smaller ones the small_gpu_ defaults", true},
-      {"small_gpu_max_batched_tokens", K::count, true, false, false, "default max_num_batched_tokens below large_gpu_gib", true},
-      {"small_gpu_max_num_seqs", K::count, true, false, false, "default max_num_seqs below large_gpu_gib", true},
+      {"small_gpu_max_batched_tokens", K::count, true, false, false, "default max_num_batched_tokens below large_gpu_gib", true, 0, true},
+      {"small_gpu_max_num_seqs", K::count, true, false, false, "default max_num_seqs below large_gpu_gib", true, 0, true},
+      {"a100_small_defaults", K::flag, true, false, false, "A100s get the small_gpu_ defaults whatever their memory", true},
       {"loads_mtp", K::flag, true, true, true, "the MTP module is loaded by default (engines load it only with speculative decoding)"},
   };
   return specs;
@@ -158,7 +159,14 @@ std::string EngineProfile::label() const { return std::string(to_string(family))
 namespace {
 
 constexpr double kGiBf = static_cast<double>(kGiB);
-Bytes gib(double g) { return Bytes{static_cast<std::int64_t>(std::llround(g * kGiBf))}; }
+// Bytes from a real number, saturated to ±2^62 (so sums of a few lines cannot overflow either) and
+// 0 for NaN: profile numbers are bounded by the parser, but their products need not be.
+Bytes to_bytes(double x) {
+  constexpr double kMax = 4611686018427387904.0;  // 2^62
+  if (std::isnan(x)) return Bytes{0};
+  return Bytes{static_cast<std::int64_t>(std::clamp(x, -kMax, kMax))};
+}
+Bytes gib(double g) { return to_bytes(std::round(g * kGiBf)); }
 std::int64_t count(const EngineProfile& p, std::string_view key) { return static_cast<std::int64_t>(std::llround(p.num(key))); }
 
 std::int64_t next_pow2(std::int64_t x) {
@@ -246,7 +254,7 @@ Bytes profiling_activation(const ModelSpec& m, const EngineProfile& p, const Par
   const double n = static_cast<double>(std::min(seqs, tokens));
   const double sampler = p.num("sampler_bytes_per_logit") * n * vocab + 2.0 * T * h + 2.0 * n * h;
   const double peak = std::max({hidden + mlp, hidden + moe, sampler});
-  return Bytes{static_cast<std::int64_t>(std::llround(peak))};
+  return to_bytes(std::round(peak));
 }
 
 namespace {
@@ -304,7 +312,7 @@ SglangFraction sglang_reserved_fraction(const EngineProfile& p, const HardwareSp
   if (f.gpu_mem_mib > p.num("reserved_floor_above_gib") * 1024.0) r = std::max(r, p.num("reserved_floor_mib"));
   if (s.mtp.value_or(0) > 0) r += p.num("reserved_spec_mib");
   f.reserved_mib = r;
-  f.fraction = std::round((f.gpu_mem_mib - r) / f.gpu_mem_mib * 1000.0) / 1000.0;
+  f.fraction = f.gpu_mem_mib > 0 ? std::round((f.gpu_mem_mib - r) / f.gpu_mem_mib * 1000.0) / 1000.0 : 0.0;
   std::ostringstream why;
   why << "(" << static_cast<std::int64_t>(f.gpu_mem_mib) << " MiB "
       << (hw.memory_smi_total.value > 0 ? "as nvidia-smi reports it" : "(no nvidia-smi figure in the GPU file: torch's total)") << " - "
@@ -342,7 +350,8 @@ EngineCapacity engine_capacity(const ModelSpec& m, const HardwareSpec& hw, const
       r.mem_util = s.mem_util.value_or(p.num("mem_util"));
       r.mem_util_source = s.mem_util ? "--mem-util" : p.source("mem_util");
       // Some versions default smaller batches on smaller GPUs (vLLM V1: below 70 GiB, or an A100).
-      const bool small_gpu = p.has("large_gpu_gib") && static_cast<double>(r.total_seen.value) < p.num("large_gpu_gib") * kGiBf;
+      const bool small_gpu = (p.has("large_gpu_gib") && static_cast<double>(r.total_seen.value) < p.num("large_gpu_gib") * kGiBf) ||
+                             (p.flag("a100_small_defaults") && hw.name.find("A100") != std::string::npos);
       const std::int64_t default_tokens = count(p, small_gpu && p.has("small_gpu_max_batched_tokens") ? "small_gpu_max_batched_tokens" : "max_batched_tokens");
       r.max_num_seqs = s.max_num_seqs.value_or(count(p, small_gpu && p.has("small_gpu_max_num_seqs") ? "small_gpu_max_num_seqs" : "max_num_seqs"));
       if (s.max_batched_tokens) {
@@ -364,7 +373,7 @@ EngineCapacity engine_capacity(const ModelSpec& m, const HardwareSpec& hw, const
                         (m.moe && p.has("non_torch_moe_gib") ? p.num("non_torch_moe_gib") : 0.0));
       r.cuda_graph = r.cuda_graphs && p.has("cuda_graph_gib") ? gib(p.num("cuda_graph_gib")) : Bytes{0};
       if (p.family == EngineFamily::vllm) {
-        const Bytes usable{static_cast<std::int64_t>(std::floor(total * r.mem_util))};
+        const Bytes usable = to_bytes(std::floor(total * r.mem_util));
         add_line(r, "held_back", "held back (1 - gpu_memory_utilization)", r.total_seen - usable, r.mem_util_source);
         add_line(r, "weights", "weights", r.weights, "weights of the layout" + std::string(mtp_on ? " (MTP loaded)" : ""));
         add_line(r, "activation", "profiling peak activation", r.activation, "profile_run over max_num_batched_tokens and max_num_seqs");
@@ -373,7 +382,7 @@ EngineCapacity engine_capacity(const ModelSpec& m, const HardwareSpec& hw, const
         kv_budget = usable - r.weights - r.activation - r.non_torch - r.cuda_graph;
       } else {
         const Bytes free_after = r.total_seen - r.weights - r.activation - r.non_torch;
-        const Bytes kept{static_cast<std::int64_t>(std::floor(static_cast<double>(std::max<std::int64_t>(0, free_after.value)) * (1.0 - r.mem_util)))};
+        const Bytes kept = to_bytes(std::floor(static_cast<double>(std::max<std::int64_t>(0, free_after.value)) * (1.0 - r.mem_util)));
         add_line(r, "weights", "weights", r.weights, "weights of the layout" + std::string(mtp_on ? " (MTP loaded)" : ""));
         add_line(r, "activation", "warm-up peak activation", r.activation, "warm-up forward over max_num_tokens");
         add_line(r, "non_torch", "non-torch memory", r.non_torch, p.source("non_torch_gib"));
@@ -396,6 +405,12 @@ EngineCapacity engine_capacity(const ModelSpec& m, const HardwareSpec& hw, const
       }
       r.mem_util = s.mem_util.value_or(fraction);
       r.mem_util_source = s.mem_util ? "--mem-util" : src;
+      if (!(r.mem_util > 0 && r.mem_util <= 1)) {
+        std::ostringstream why;
+        why << "the profile's default mem_fraction_static is " << r.mem_util << ", not a fraction in (0, 1]: " << src;
+        r.verdict = Verdict::no(why.str());
+        return r;
+      }
       if (!s.mem_util) {
         std::ostringstream note;
         note << "Default mem_fraction_static " << fraction << ": " << src << ".";
@@ -403,7 +418,7 @@ EngineCapacity engine_capacity(const ModelSpec& m, const HardwareSpec& hw, const
       }
       const Bytes pre = gib(p.num("pre_load_gib"));
       const Bytes f0 = r.total_seen - pre;
-      const Bytes outside{static_cast<std::int64_t>(std::ceil(static_cast<double>(f0.value) * (1.0 - r.mem_util)))};
+      const Bytes outside = to_bytes(std::ceil(static_cast<double>(f0.value) * (1.0 - r.mem_util)));
       add_line(r, "pre_load", "CUDA context and NCCL before the first reading", pre, p.source("pre_load_gib"));
       add_line(r, "held_back", "outside the static pool (1 - mem_fraction_static), for activations and CUDA graphs", outside, r.mem_util_source);
       add_line(r, "weights", "weights", r.weights, "weights of the layout" + std::string(mtp_on ? " (MTP loaded)" : ""));

@@ -345,8 +345,10 @@ Document engine_capacity_document(const ModelSpec& m, const HardwareSpec& hw, co
       {"kv_dtype", "KV dtype", std::string(to_string(kv)), Unit::text},
       {"mem_util", "memory fraction", e.mem_util, Unit::fraction},
       {"max_model_len_tokens", "max model length (tokens)", e.max_model_len, Unit::count},
-      {"max_num_seqs", "max sequences (profiling sampler rows)", e.max_num_seqs, Unit::count},
-      {"max_batched_tokens", "max batched tokens (profiling pass)", e.max_batched_tokens, Unit::count},
+      // SGLang's rule reads neither (0.4.3) or only the chunked-prefill size (its reserve rule).
+      {"max_num_seqs", "max sequences (profiling sampler rows)", e.max_num_seqs > 0 ? Value{e.max_num_seqs} : Value{}, Unit::count},
+      {"max_batched_tokens", p.family == EngineFamily::sglang ? "chunked prefill size (reserve rule)" : "max batched tokens (profiling pass)",
+       e.max_batched_tokens > 0 ? Value{e.max_batched_tokens} : Value{}, Unit::count},
       {"block_size_tokens", "KV block (tokens)", e.block_size, Unit::count},
       {"cuda_graphs", "CUDA graphs", e.cuda_graphs, Unit::text},
       {"mtp_layers", "MTP layers loaded", e.mtp, Unit::count},

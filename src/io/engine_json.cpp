@@ -35,6 +35,7 @@ double param_value(const json& v, const EngineParamSpec& spec, const std::string
       if (!(x > 0 && x <= 1)) fail_key(where, key, show_json(v), "expected a fraction in (0, 1]");
       break;
     case ParamKind::count:
+      if (spec.at_least_one && (x < 1 || x > 1e12 || std::floor(x) != x)) fail_key(where, key, show_json(v), "expected a whole number from 1 to 10^12");
       if (x < 0 || x > 1e12 || std::floor(x) != x) fail_key(where, key, show_json(v), "expected a whole number from 0 to 10^12");
       break;
     case ParamKind::gib:
@@ -130,6 +131,9 @@ std::vector<EngineProfile> bundled_engines() {
   std::sort(out.begin(), out.end(), [](const EngineProfile& a, const EngineProfile& b) {
     return a.family != b.family ? a.family < b.family : a.since < b.since;
   });
+  for (std::size_t i = 1; i < out.size(); ++i)
+    if (out[i].family == out[i - 1].family && !(out[i - 1].since < out[i].since))
+      fail_key(out[i].file, "since", out[i].since.text, fmt::format("{} also starts at this version; a version needs one profile", out[i - 1].file));
   return out;
 }
 
@@ -156,6 +160,7 @@ EngineProfile load_engine(const std::string& arg, const std::string& flag) {
   for (EngineProfile& p : all)
     if (p.family == *family) mine.push_back(std::move(p));
   if (mine.empty()) fail_flag(flag, arg, fmt::format("no bundled {} profile in {}", name, (data_dir() / "engines").string()));
+  if (arg.find('@') != std::string::npos && version.empty()) fail_flag(flag, arg, "expected a version such as 0.7.3 after '@'");
   if (version.empty()) return mine.back();
   const auto v = parse_engine_version(version);
   if (!v) fail_flag(flag, arg, "expected a version such as 0.7.3 after '@'");

@@ -42,6 +42,7 @@ struct Cells {
     if (t.empty()) return std::nullopt;
     std::size_t used = 0;
     double v = 0;
+    if (t.find_first_not_of("0123456789.eE+-") != std::string::npos) fail_key(where, key, t, "expected a number");
     try {
       v = std::stod(t, &used);
     } catch (const std::exception&) {
@@ -165,6 +166,8 @@ std::vector<EngineLogCheck> check_engine_logs(const std::vector<EngineLogRow>& r
       if (!d) fail_key(at, "weight_dtype", r.weight_dtype, "expected one of fp32, bf16, fp16, fp8, mxfp4");
       w = weight_plan_for(m, *d);
     }
+    if (r.settings.mtp.value_or(0) > 0 && m.mtp_layers <= 0)
+      fail_key(at, "mtp", std::to_string(*r.settings.mtp), m.name + " has no MTP module (num_nextn_predict_layers is 0)");
     const EngineCapacity e = engine_capacity(m, hw, p, w, r.par, *kv, r.settings, 0);
     if (!e.fits() && e.kv_pool.value <= 0) fail(at, "the profile leaves no KV pool: " + e.verdict.reason);
     EngineLogCheck c;

@@ -11,6 +11,7 @@
 //   TensorRT-LLM: KV = (total_torch − weights − peak activation − non-torch) · free_gpu_memory_fraction;
 //             whole blocks of tokens_per_block.
 // Every budget line is reported, and the lines add up to the total the framework sees.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -36,7 +37,15 @@ std::optional<EngineFamily> parse_engine_family(std::string_view s);
 struct EngineVersion {
   std::vector<std::int64_t> parts;
   std::string text;
-  friend bool operator<(const EngineVersion& a, const EngineVersion& b) { return a.parts < b.parts; }
+  // Missing components are zeros: 0.8 == 0.8.0.
+  friend bool operator<(const EngineVersion& a, const EngineVersion& b) {
+    const std::size_t n = std::max(a.parts.size(), b.parts.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t x = i < a.parts.size() ? a.parts[i] : 0, y = i < b.parts.size() ? b.parts[i] : 0;
+      if (x != y) return x < y;
+    }
+    return false;
+  }
   friend bool operator<=(const EngineVersion& a, const EngineVersion& b) { return !(b < a); }
 };
 // Digits separated by dots (1 to 4 components); nullopt otherwise.
@@ -59,6 +68,7 @@ struct EngineParamSpec {
   std::string_view meaning;
   bool optional = false;  // a profile may leave it out
   int columns = 0;        // for tables: numbers per row
+  bool at_least_one = false;  // a count where 0 means nothing sensible (block sizes, batch sizes)
 };
 const std::vector<EngineParamSpec>& engine_param_specs();
 const EngineParamSpec* find_engine_param(std::string_view key);

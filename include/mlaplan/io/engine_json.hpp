@@ -2,8 +2,9 @@
 // engines/*.json -> EngineProfile, and `--engine NAME[@VERSION]` resolution.
 //
 // A profile is {"engine": "vllm"|"sglang"|"trtllm", "name": "...", "since": "0.7.0", "summary": "...",
-// "parameters": {key: {"value": number|bool, "source": "..."}}}: every key one the family reads
-// (mlaplan engines --keys lists them), every value with its source; unknown keys are refused.
+// "parameters": {key: {"value": number|bool|rows, "source": "..."}}}: every key one the family reads
+// (engine_param_specs() in core/engine_memory.hpp), every value with its source; unknown keys are
+// refused with "did you mean".
 #include <filesystem>
 #include <string>
 #include <vector>
