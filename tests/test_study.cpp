@@ -253,3 +253,26 @@ TEST_CASE("A path whose workspace does not fit is infeasible and not chosen", "[
   CHECK(b.left.value == 0);
   CHECK(b.shortfall.value > 0);
 }
+
+TEST_CASE("Engines' absorbed folds read their own copies of W_UK and W_UV", "[study][engines]") {
+  const Roofline rf = roofline_for(load_gpu("h200"), DType::bf16, Efficiency{});
+  // DeepSeek-V3's fp8 checkpoint: vLLM and SGLang fold with bf16 copies (2 B per weight), TensorRT-LLM
+  // on Hopper with the fp8 block-scaled ones; the rest of the absorbed path is the same.
+  Workload w = uniform_batch(8, 1, 4096);
+  w.weights = WeightDtype::fp8;
+  const CostStudy st = cost_study(model("deepseek-v3"), w, rf);
+  const EngineChoice& vllm = st.engines[1];
+  const EngineChoice& trt = st.engines[4];
+  REQUIRE(vllm.path.kind == PathKind::absorb);
+  REQUIRE(trt.path.kind == PathKind::absorb);
+  auto fold_read = [](const PathResult& p) {
+    for (const OpRow& o : p.ops)
+      if (o.op.id == OpId::q_absorb_w_uk) return o.op.bytes_read.value;
+    return 0.0;
+  };
+  // W_UK per rank: 128 heads x 128 x 512 weights; activations 8 x 128 x 128 x 2 B.
+  const double acts = 8.0 * 128 * 128 * 2;
+  CHECK(fold_read(vllm.path) == Approx(128.0 * 128 * 512 * 2 + acts));
+  CHECK(fold_read(trt.path) == Approx(128.0 * 128 * 512 * weight_bytes_per_element(model("deepseek-v3"), WeightDtype::fp8) + acts));
+  CHECK(vllm.path.cost.time.value > trt.path.cost.time.value);
+}

@@ -24,11 +24,11 @@ std::string describe(const EnginePolicy& e) {
 
 const std::array<EnginePolicy, 5>& engine_policies() {
   static const std::array<EnginePolicy, 5> policies{{
-      {.key = "vllm_triton", .name = "vLLM Triton MLA", .axis = ThresholdAxis::query, .threshold = 1},
-      {.key = "vllm_flashmla", .name = "vLLM FlashMLA", .axis = ThresholdAxis::query, .threshold = 128},
-      {.key = "vllm_fa_mla", .name = "vLLM FlashAttention-MLA", .axis = ThresholdAxis::query, .threshold = 512},
-      {.key = "sglang", .name = "SGLang", .axis = ThresholdAxis::prefix_sum, .threshold = 8192},
-      {.key = "trtllm", .name = "TensorRT-LLM", .axis = ThresholdAxis::packed_tokens, .threshold = 10240},
+      {.key = "vllm_triton", .name = "vLLM Triton MLA", .axis = ThresholdAxis::query, .threshold = 1, .fold_weights = WeightDtype::bf16},
+      {.key = "vllm_flashmla", .name = "vLLM FlashMLA", .axis = ThresholdAxis::query, .threshold = 128, .fold_weights = WeightDtype::bf16},
+      {.key = "vllm_fa_mla", .name = "vLLM FlashAttention-MLA", .axis = ThresholdAxis::query, .threshold = 512, .fold_weights = WeightDtype::bf16},
+      {.key = "sglang", .name = "SGLang", .axis = ThresholdAxis::prefix_sum, .threshold = 8192, .fold_weights = WeightDtype::bf16},
+      {.key = "trtllm", .name = "TensorRT-LLM", .axis = ThresholdAxis::packed_tokens, .threshold = 10240, .fold_weights = std::nullopt},
   }};
   return policies;
 }

@@ -182,7 +182,7 @@ Op fold(OpId id, const MlaGeometry& g, const Totals& t, double in, double out) {
   Op op;
   op.id = id;
   op.flops = Flops{2 * t.new_tokens * g.heads * in * out};
-  op.bytes_read = BytesF{g.heads * in * out * g.weight_bytes + t.new_tokens * g.heads * in * g.act_bytes};
+  op.bytes_read = BytesF{g.heads * in * out * g.fold_weight_bytes + t.new_tokens * g.heads * in * g.act_bytes};
   op.bytes_written = BytesF{t.new_tokens * g.heads * out * g.act_bytes};
   return op;
 }
@@ -219,18 +219,21 @@ Op kv_up_proj(OpId id, const MlaGeometry& g, double keys, double weight_reads, d
   Op op;
   op.id = id;
   op.flops = Flops{keys * expand_flops_per_token(g).value};
-  op.cache_bytes_read = BytesF{keys * g.cache_bytes_per_token};
+  // The latent part of each cached row (the RoPE key is read by rope_broadcast: the row once in all).
+  op.cache_bytes_read = BytesF{keys * (g.cache_bytes_per_token - g.rope_cache_bytes_per_token)};
   op.bytes_read = op.cache_bytes_read + BytesF{weight_reads * g.heads * g.r * (g.d_n + g.d_v) * g.weight_bytes};
   op.bytes_written = BytesF{keys * g.heads * (g.d_n + g.d_v) * g.act_bytes};
   op.workspace_bytes = BytesF{workspace_keys * g.heads * (g.d_n + g.d_r + g.d_v) * g.act_bytes};
   return op;
 }
 
-// The RoPE key, shared by all heads, copied onto every head to form 192-wide keys.
+// The RoPE key, shared by all heads, read from the cache at its own width and copied onto every
+// head to form 192-wide keys.
 Op rope_broadcast(const MlaGeometry& g, double keys) {
   Op op;
   op.id = OpId::rope_k_broadcast;
-  op.bytes_read = BytesF{keys * g.d_r * g.act_bytes};
+  op.cache_bytes_read = BytesF{keys * g.rope_cache_bytes_per_token};
+  op.bytes_read = op.cache_bytes_read;
   op.bytes_written = BytesF{keys * g.heads * g.d_r * g.act_bytes};
   return op;
 }
@@ -274,7 +277,13 @@ MlaGeometry mla_geometry(const ModelSpec& m, const Workload& w) {
   g.d_v = static_cast<double>(a.v_head_dim);
   g.r_q = static_cast<double>(a.q_lora_rank);
   g.hidden = static_cast<double>(m.hidden);
-  g.cache_bytes_per_token = static_cast<double>(mla_kv_bytes_per_token_per_layer(a, w.kv).total().value);
+  const KvBytes row = mla_kv_bytes_per_token_per_layer(a, w.kv);
+  g.cache_bytes_per_token = static_cast<double>(row.total().value);
+  // The RoPE key's share of the row: 64 bf16 values in FlashMLA's fp8 layout, else its part of the
+  // data at the cache dtype's width (scales stay with the latent).
+  g.rope_cache_bytes_per_token = w.kv == KvDtype::fp8_flashmla
+                                     ? g.d_r * 2
+                                     : static_cast<double>(row.data.value) * g.d_r / (g.r + g.d_r);
   if (m.indexer) {
     g.indexer_bytes_per_token = static_cast<double>(indexer_bytes_per_token_per_layer(*m.indexer).value);
     g.index_heads = static_cast<double>(m.indexer->n_heads);
@@ -283,6 +292,7 @@ MlaGeometry mla_geometry(const ModelSpec& m, const Workload& w) {
   }
   g.act_bytes = bytes_per_element(w.compute);
   g.weight_bytes = weight_bytes_per_element(m, w.weights);
+  g.fold_weight_bytes = weight_bytes_per_element(m, w.fold_weights.value_or(w.weights));
   return g;
 }
 

@@ -142,7 +142,9 @@ CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf, 
   if (mla) {
     for (const EnginePolicy& e : engine_policies()) {
       const EngineDispatch d = dispatch(e, m, w);
-      EngineChoice c{e.key, e.name, divided(m, w, d.absorbed, expanded, rf, budget), 0};
+      Workload we = w;
+      if (e.fold_weights) we.fold_weights = e.fold_weights;  // the engine's own copies of W_UK/W_UV
+      EngineChoice c{e.key, e.name, divided(m, we, d.absorbed, expanded, rf, budget), 0};
       // An engine whose path does not fit cannot run the batch this way: no penalty, a reason.
       c.penalty = !c.path.feasible.ok() ? INFINITY : std::isfinite(min_time) ? c.path.cost.time.value / min_time - 1 : 0;
       s.engines.push_back(std::move(c));

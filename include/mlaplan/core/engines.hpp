@@ -3,6 +3,7 @@
 // Sources: shared/reference/facts.md §4 and the engines' code (cited per rule below).
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,8 @@ struct EnginePolicy {
   std::string_view name;  // human name
   ThresholdAxis axis = ThresholdAxis::query;
   double threshold = 0;   // the engine's constant: the rule's text and the plots derive from it
+  // The dtype of its W_UK/W_UV copies for the absorbed folds; none: the checkpoint's.
+  std::optional<WeightDtype> fold_weights;
 };
 
 // vLLM V1 (vllm/v1/attention/backends/utils.py split_decodes_and_prefills; reorder_batch_threshold of
@@ -35,6 +38,10 @@ struct EnginePolicy {
 // TensorRT-LLM: generation absorbs; context requests of a DSA model run dense MHA when the batch's
 // packed context tokens are at most TRTLLM_MLA_SHORT_SEQ_MHA_THRESHOLD = 10,240, else sparse MLA;
 // other MLA models run their context requests expanded.
+// Folds: vLLM keeps bf16 W_UK/W_UV (mla_attention.py process_weights_after_loading,
+// get_and_maybe_dequant_weights), SGLang too on CUDA with 128x128 fp8 blocks
+// (deepseek_weight_loader.py L524-530 @2a51479a); TensorRT-LLM on Hopper keeps them in fp8 with block
+// scales (modules/attention.py MLA.create_weights).
 const std::array<EnginePolicy, 5>& engine_policies();
 
 // The rule as modelled, in words, with the policy's own threshold.

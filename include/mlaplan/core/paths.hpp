@@ -8,6 +8,7 @@
 // can be solved exactly; integral inputs give exact integral FLOPs.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -81,6 +82,9 @@ struct Workload {
   DType compute = DType::bf16;       // activation dtype and the peak used
   KvDtype kv = KvDtype::bf16;
   WeightDtype weights = WeightDtype::bf16;
+  // The dtype the absorbed path's W_UK/W_UV folds read, when an engine keeps its own copies
+  // (vLLM and SGLang dequantize them to bf16); none: the checkpoint's, as `weights`.
+  std::optional<WeightDtype> fold_weights;
   Parallelism par;                   // TP splits query heads; DP attention splits the batch
   double chunk = 4096;               // chunked expand: prefix tokens per chunk
   std::int64_t kv_splits = 1;        // absorbed decode: split-KV partitions merged by log-sum-exp
@@ -98,10 +102,12 @@ struct MlaGeometry {
   double heads = 0;  // h_t
   double r = 0, d_r = 0, d_n = 0, d_v = 0, r_q = 0, hidden = 0;
   double cache_bytes_per_token = 0;    // the latent row in its cache layout
+  double rope_cache_bytes_per_token = 0;  // of which the RoPE key (bf16 in FlashMLA's fp8 layout, else the cache dtype)
   double indexer_bytes_per_token = 0;  // DSA indexer row (0 without DSA)
   double index_heads = 0, index_dim = 0, index_topk = 0;
   double act_bytes = 2;     // bytes per activation element
   double weight_bytes = 2;  // bytes per weight element
+  double fold_weight_bytes = 2;  // the same for the W_UK/W_UV folds (an engine's bf16 copies)
 };
 MlaGeometry mla_geometry(const ModelSpec& m, const Workload& w);
 // Bytes per weight element read at dtype `d`, the fp8 block scales at the model's own block shape
