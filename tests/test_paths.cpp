@@ -196,8 +196,10 @@ TEST_CASE("Roofline: every op's time is the larger of its two bounds", "[paths][
           for (const Op& op : p) {
             const OpTime t = op_time(op, rf);
             INFO(m.name << " " << op.name());
-            CHECK(t.time.value == std::max(op.flops.value / (h.peak_flops(DType::bf16)->value * 0.7),
-                                           op.bytes().value / (h.memory_bandwidth.value * 0.85)) + launch);
+            // The DSA indexer runs at the fp8 peak whatever the step's dtype.
+            const double peak = h.peak_flops(op.fp8 ? DType::fp8 : DType::bf16)->value;
+            CHECK(op.fp8 == (op.id == OpId::indexer_scores));
+            CHECK(t.time.value == std::max(op.flops.value / (peak * 0.7), op.bytes().value / (h.memory_bandwidth.value * 0.85)) + launch);
             sum += t.time.value;
           }
           // path_cost divides once per path, op_time once per op: the two must agree.
@@ -246,4 +248,33 @@ TEST_CASE("fp8 weight reads carry their block scales, at the model's own block s
   REQUIRE(small_blocks.quant_block_rows == 64);
   const Op fold64 = op_of(mla_path(small_blocks, w, PathKind::absorb), OpId::q_absorb_w_uk);
   CHECK(fold64.bytes_read.value == Approx(128.0 * 128 * 512 * (1 + 4.0 / 4096) + tokens_in).epsilon(1e-15));
+}
+
+TEST_CASE("DeepSeek-V3.2: a dense path runs the indexer once a query sees more than top-k keys", "[paths][dsa]") {
+  const ModelSpec m = model("deepseek-v3.2-exp");
+  REQUIRE(m.indexer);
+  REQUIRE(m.indexer->topk == 2048);
+  auto has_indexer = [&](PathKind k, double query, double prefix) {
+    Workload w = step(query, prefix);
+    const PathPlan p = mla_path(m, w, k);
+    return p.find(OpId::indexer_scores) != nullptr;
+  };
+  for (PathKind k : {PathKind::absorb, PathKind::expand, PathKind::chunked}) {
+    INFO(to_string(k));
+    CHECK(!has_indexer(k, 1, 2047));   // 2,048 keys: dense equals DSA, no indexer needed
+    CHECK(!has_indexer(k, 2048, 0));   // a 2,048-token prompt: its last query sees 2,048 keys
+    CHECK(has_indexer(k, 1, 2048));    // 2,049 keys: the top-k mask needs the indexer
+    CHECK(has_indexer(k, 4096, 0));
+  }
+  CHECK(has_indexer(PathKind::sparse, 1, 100));  // the sparse path always scores
+  // The indexer's scores run at the fp8 peak: on an H200, half the time of the same FLOPs in bf16.
+  const HardwareSpec h = load_gpu("h200");
+  const Roofline rf = roofline_for(h, DType::bf16, Efficiency{});
+  const PathPlan p = mla_path(m, step(4096, 0), PathKind::expand);
+  const Op* ix = p.find(OpId::indexer_scores);
+  REQUIRE(ix);
+  CHECK(ix->fp8);
+  const OpTime t = op_time(*ix, rf);
+  CHECK(t.compute.value == Approx(ix->flops.value / h.peak_flops(DType::fp8)->value));
+  CHECK(t.compute.value == Approx(0.5 * ix->flops.value / h.peak_flops(DType::bf16)->value));
 }

@@ -261,6 +261,28 @@ Op lse_merge(const MlaGeometry& g, const Totals& t, double chunks) {
   return op;
 }
 
+// DeepSeek-V3.2's lightning indexer for one step: its projections when in scope (wq_b from the query
+// latent, wk and the head weights from the hidden state), then fp8 scores of every visible key for
+// every query (DeepSeek-V3.2-Exp inference/model.py: act_quant, fp8_index), and the top-k indices.
+void add_indexer(PathPlan& p, const MlaGeometry& g, const Totals& t, bool projections) {
+  if (projections) {
+    Op ix = gemm(OpId::indexer_proj, t.new_tokens, g.r_q > 0 ? g.r_q : g.hidden, g.index_heads * g.index_dim, g.weight_bytes, g.act_bytes);
+    const Op wk = gemm(OpId::indexer_proj, t.new_tokens, g.hidden, g.index_dim + g.index_heads, g.weight_bytes, g.act_bytes);
+    ix.flops += wk.flops;
+    ix.bytes_read += wk.bytes_read;
+    ix.bytes_written += wk.bytes_written + BytesF{t.new_tokens * g.indexer_bytes_per_token};
+    p.add(ix);
+  }
+  Op ix;
+  ix.id = OpId::indexer_scores;
+  ix.fp8 = true;
+  ix.flops = Flops{t.pairs * 2 * g.index_heads * (g.index_dim + 1)};
+  ix.cache_bytes_read = BytesF{t.keys * g.indexer_bytes_per_token};
+  ix.bytes_read = ix.cache_bytes_read + BytesF{t.new_tokens * g.index_heads * g.index_dim};  // fp8 index queries
+  ix.bytes_written = BytesF{t.new_tokens * g.index_topk * 4};                                // int32 top-k indices
+  p.add(ix);
+}
+
 }  // namespace
 
 double weight_bytes_per_element(const ModelSpec& m, WeightDtype d) {
@@ -341,23 +363,7 @@ PathPlan mla_path(const MlaGeometry& g, const Workload& w, PathKind kind) {
         sparse_pairs += b * capped_pairs(sg.query, sg.prefix, g.index_topk, w.causal);
         retrieved += b * std::min(sg.prefix + sg.query, sg.query * g.index_topk);
       }
-      if (w.projections) {
-        // Indexer projections: wq_b from the query latent, wk and the head weights from the hidden state.
-        Op ix = gemm(OpId::indexer_proj, t.new_tokens, g.r_q > 0 ? g.r_q : g.hidden, g.index_heads * g.index_dim, g.weight_bytes,
-                     g.act_bytes);
-        const Op wk = gemm(OpId::indexer_proj, t.new_tokens, g.hidden, g.index_dim + g.index_heads, g.weight_bytes, g.act_bytes);
-        ix.flops += wk.flops;
-        ix.bytes_read += wk.bytes_read;
-        ix.bytes_written += wk.bytes_written + BytesF{t.new_tokens * g.indexer_bytes_per_token};
-        p.add(ix);
-      }
-      Op ix;
-      ix.id = OpId::indexer_scores;
-      ix.flops = Flops{t.pairs * 2 * g.index_heads * (g.index_dim + 1)};
-      ix.cache_bytes_read = BytesF{t.keys * g.indexer_bytes_per_token};
-      ix.bytes_read = ix.cache_bytes_read + BytesF{t.new_tokens * g.index_heads * g.index_dim};  // fp8 index queries
-      ix.bytes_written = BytesF{t.new_tokens * g.index_topk * 4};                                // int32 top-k indices
-      p.add(ix);
+      add_indexer(p, g, t, w.projections);
       p.add(q_absorb(g, t));
       p.add(latent_attention(OpId::sparse_latent_attention, g, t, sparse_pairs, retrieved, 1));
       p.add(v_absorb(g, t));
@@ -365,6 +371,13 @@ PathPlan mla_path(const MlaGeometry& g, const Workload& w, PathKind kind) {
     }
     case PathKind::standard:
     case PathKind::split: break;
+  }
+  if (kind != PathKind::sparse && g.index_topk > 0) {
+    // A dense path reproduces DSA's output only with the indexer's top-k as a mask once a query
+    // sees more than index_topk keys: the indexer then runs as in the sparse path.
+    bool beyond = false;
+    for (const SequenceGroup& sg : w.groups) beyond = beyond || sg.prefix + sg.query > g.index_topk;
+    if (beyond) add_indexer(p, g, t, w.projections);
   }
   if (w.projections) add_o_proj(p, g, t);
   return p;

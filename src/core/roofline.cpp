@@ -11,12 +11,13 @@ Roofline roofline_for(const HardwareSpec& hw, DType compute, const Efficiency& e
   rf.eta_compute = eta.compute;
   rf.eta_memory = eta.memory;
   rf.launch = launch;
+  rf.peak_fp8 = hw.peak_flops(DType::fp8).value_or(FlopsPerSecond{0});
   return rf;
 }
 
 OpTime op_time(const Op& op, const Roofline& rf) {
   OpTime t;
-  t.compute = op.flops / rf.attainable_compute();
+  t.compute = op.fp8 && rf.peak_fp8.value > 0 ? op.flops / (rf.peak_fp8 * rf.eta_compute) : op.flops / rf.attainable_compute();
   t.memory = op.bytes() / rf.attainable_bandwidth();
   t.time = std::max(t.compute, t.memory) + rf.launch;
   t.intensity = op.bytes().value > 0 ? op.flops / op.bytes() : 0;
@@ -48,10 +49,11 @@ PathCost path_cost(const PathPlan& p, const Roofline& rf) {
   // The same arithmetic as op_time, with the two divisions done once per path (a hot loop of the
   // crossover solver).
   const double per_flop = 1 / rf.attainable_compute().value;
+  const double per_fp8_flop = rf.peak_fp8.value > 0 ? 1 / (rf.peak_fp8 * rf.eta_compute).value : per_flop;
   const double per_byte = 1 / rf.attainable_bandwidth().value;
   PathCost c;
   for (const Op& op : p) {
-    const Seconds compute{op.flops.value * per_flop}, memory{op.bytes().value * per_byte};
+    const Seconds compute{op.flops.value * (op.fp8 ? per_fp8_flop : per_flop)}, memory{op.bytes().value * per_byte};
     c.flops += op.flops;
     c.bytes += op.bytes();
     c.workspace_bytes = std::max(c.workspace_bytes, op.workspace_bytes);

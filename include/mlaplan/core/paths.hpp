@@ -49,6 +49,7 @@ struct Op {
   BytesF bytes_written{0};
   BytesF workspace_bytes{0};   // transient buffers the op materialises
   BytesF cache_bytes_read{0};  // the part of bytes_read that is KV/indexer cache
+  bool fp8 = false;            // runs in fp8 whatever the step's compute dtype (the DSA indexer)
   BytesF bytes() const { return bytes_read + bytes_written; }
   OpKind kind() const { return kind_of(id); }
   std::string_view name() const { return to_string(id); }

@@ -14,6 +14,9 @@ struct Roofline {
   double eta_compute = 1;
   double eta_memory = 1;
   Seconds launch{0};  // per op
+  // The fp8 tensor peak, for ops that run in fp8 whatever the compute dtype (DeepSeek-V3.2's
+  // indexer); 0: the GPU has none, and they run at `peak`.
+  FlopsPerSecond peak_fp8{0};
   FlopsPerSecond attainable_compute() const { return peak * eta_compute; }
   BytesPerSecond attainable_bandwidth() const { return bandwidth * eta_memory; }
   // Ridge point of the effective machine: peak·η_c / (bandwidth·η_m), FLOP per byte.
