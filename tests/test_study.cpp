@@ -276,3 +276,30 @@ TEST_CASE("Engines' absorbed folds read their own copies of W_UK and W_UV", "[st
   CHECK(fold_read(trt.path) == Approx(128.0 * 128 * 512 * weight_bytes_per_element(model("deepseek-v3"), WeightDtype::fp8) + acts));
   CHECK(vllm.path.cost.time.value > trt.path.cost.time.value);
 }
+
+TEST_CASE("DSA: the prompt length from which sparse beats dense", "[study][dsa]") {
+  const Roofline rf = roofline_for(load_gpu("h200"), DType::bf16, Efficiency{});
+  const ModelSpec v32 = model("deepseek-v3.2-exp");
+  Workload w = uniform_batch(1, 1, 0);
+  const std::int64_t s = sparse_crossover_tokens(v32, w, rf, std::int64_t{1} << 20);
+  // Past index_topk (below it sparse and dense attend to the same keys and sparse adds the indexer).
+  CHECK(s > v32.indexer->topk);
+  auto times = [&](std::int64_t tokens) {
+    Workload x = uniform_batch(1, static_cast<double>(tokens), 0);
+    const double sparse = path_cost(mla_path(v32, x, PathKind::sparse), rf).time.value;
+    const double dense = std::min(path_cost(mla_path(v32, x, PathKind::absorb), rf).time.value, path_cost(mla_path(v32, x, PathKind::expand), rf).time.value);
+    return std::pair{sparse, dense};
+  };
+  CHECK(times(s).first < times(s).second);
+  CHECK(times(s - 1).first >= times(s - 1).second);
+  CHECK(sparse_crossover_tokens(model("deepseek-v3"), w, rf, 1 << 20) == 0);  // no indexer
+  // The crossover study carries it for DSA models, one row per TP and cache dtype.
+  CrossoverSweepSpec spec;
+  spec.prefixes = {0};
+  spec.tps = {1, 8};
+  spec.kvs = {KvDtype::bf16};
+  spec.max_query = 8;
+  const CrossoverStudy st = crossover_study(v32, rf, spec);
+  REQUIRE(st.sparse.size() == 2);
+  CHECK(st.sparse[0].sparse_faster_from_tokens == s);
+}

@@ -166,6 +166,29 @@ WorkspaceBudget workspace_budget(const ModelSpec& m, const HardwareSpec& hw, con
   return WorkspaceBudget{Bytes{static_cast<std::int64_t>(std::max(0.0, left))}, Bytes{static_cast<std::int64_t>(std::max(0.0, -left))}};
 }
 
+std::int64_t sparse_crossover_tokens(const ModelSpec& m, const Workload& base, const Roofline& rf, std::int64_t max_tokens) {
+  if (!m.indexer) return 0;
+  Workload w = base;
+  const std::int64_t batch = w.groups.empty() ? 1 : w.groups.front().count;
+  auto sparse_faster = [&](std::int64_t tokens) {
+    w.groups.assign(1, SequenceGroup{batch, static_cast<double>(tokens), 0});
+    const double sparse = path_cost(mla_path(m, w, PathKind::sparse), rf).time.value;
+    const double dense = std::min(path_cost(mla_path(m, w, PathKind::absorb), rf).time.value, path_cost(mla_path(m, w, PathKind::expand), rf).time.value);
+    return sparse < dense;
+  };
+  // Doubling to bracket the first length where sparse wins, then bisection (the dense paths' cost
+  // grows as S², the sparse one's as S·k past k, so the comparison changes sign once).
+  std::int64_t hi = 1;
+  while (hi <= max_tokens && !sparse_faster(hi)) hi *= 2;
+  if (hi > max_tokens) return sparse_faster(max_tokens) ? max_tokens : 0;
+  std::int64_t lo = hi / 2;  // dense at lo (or lo == 0)
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (sparse_faster(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
 CrossoverStudy crossover_study(const ModelSpec& m, const Roofline& rf, const CrossoverSweepSpec& s, const Progress& progress) {
   CrossoverStudy st;
   st.asymptotic_flop_crossover_query = asymptotic_flop_crossover_query(mla_geometry(m, s.base));
@@ -191,6 +214,11 @@ CrossoverStudy crossover_study(const ModelSpec& m, const Roofline& rf, const Cro
                                        .roofline_crossover_query = roofline_crossover_query(m, w, p, s.batch, rf),
                                        .engines = engine_outcomes(m, g, w, p, s.batch, rf, s.max_query)});
         if (progress) progress(++done, total);
+      }
+      if (m.indexer) {
+        Workload sw = w;
+        sw.groups.assign(1, SequenceGroup{s.batch, 1, 0});
+        st.sparse.push_back(SparseCrossoverRow{tp, kv, sparse_crossover_tokens(m, sw, rf, std::int64_t{1} << 20)});
       }
     }
   }
@@ -419,6 +447,13 @@ ReportStudy report_study(const ReportInputs& in, const Progress& progress) {
           if (progress) progress(done, total);
         });
         for (const CrossoverRow& r : cs.rows) st.crossover.push_back({&l, &g, r});
+        for (const SparseCrossoverRow& r : cs.sparse) {
+          std::ostringstream note;
+          note << l.arg << " on " << g.name << ", TP " << r.tp << ", " << to_string(r.kv) << ": the sparse (DSA) path is faster than the dense ones "
+               << (r.sparse_faster_from_tokens > 0 ? "from prompts of " + std::to_string(r.sparse_faster_from_tokens) + " tokens" : std::string("for no prompt length searched"))
+               << " (" << in.batch << " per step, no prefix); SGLang runs dense MHA up to index_topk = " << m.indexer->topk << " keys.";
+          st.notes.push_back(note.str());
+        }
       }
       // The roofline step's ops, at the first of the report's cache dtypes the model can use.
       const Parallelism step_par{in.roofline_step.tp, 1, 1};

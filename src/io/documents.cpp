@@ -538,6 +538,17 @@ Document crossover_document(const ModelSpec& m, const RooflineUsed& r, const Cro
   doc.notes = m.notes;
   doc.notes.push_back("FLOP-only Q* is closed form and the same at every TP; the roofline Q* solves T_expand(Q) = T_absorb(Q) by bracketed regula falsi to 1e-10 relative (attention core, per rank).");
   doc.notes.push_back("Q* = 0: expanding is no slower even for one query token (no prefix to expand); an empty Q*: absorb stays cheaper.");
+  if (!st.sparse.empty()) {
+    Table sp{.name = "sparse_crossover", .title = "DSA: the prompt length from which the sparse path beats the dense ones",
+             .columns = {{"tp", "TP", Unit::count}, {"kv_dtype", "KV dtype", Unit::text}, {"sparse_faster_from_tokens", "sparse faster from (tokens)", Unit::count}},
+             .rows = {}};
+    for (const SparseCrossoverRow& x : st.sparse)
+      sp.rows.push_back({x.tp, std::string(to_string(x.kv)), positive_or_null(x.sparse_faster_from_tokens)});
+    doc.tables.push_back(std::move(sp));
+    doc.notes.push_back(fmt::format("Sparse against dense: {} prompts with no prefix; SGLang runs dense MHA while every request's keys are at most "
+                                    "index_topk ({}), TensorRT-LLM up to its packed-token threshold.",
+                                    spec.batch, m.indexer ? m.indexer->topk : 0));
+  }
   return doc;
 }
 

@@ -100,11 +100,24 @@ struct CrossoverSweepSpec {
   Workload base;  // causal, dtypes, DP (base.par.dp); TP and kv are set per row
 };
 
+// DSA models: the prompt length (no prefix, `batch` prompts) from which the sparse path is faster
+// than the faster dense one, beside the engines' dense-MHA limits (SGLang: index_topk keys).
+struct SparseCrossoverRow {
+  std::int64_t tp = 1;
+  KvDtype kv = KvDtype::bf16;
+  std::int64_t sparse_faster_from_tokens = 0;  // 0: not up to the search bound
+};
+
 struct CrossoverStudy {
   std::vector<CrossoverRow> rows;
   std::vector<Skip> skipped;  // TPs the model cannot run
   double asymptotic_flop_crossover_query = 0;
+  std::vector<SparseCrossoverRow> sparse;  // DSA models only
 };
+
+// The smallest prompt length S (prefix 0, w's batch and layout) at which the sparse path is faster
+// than both dense paths (absorb, expand), searched up to `max_tokens`; 0 when it never is.
+std::int64_t sparse_crossover_tokens(const ModelSpec& m, const Workload& w, const Roofline& rf, std::int64_t max_tokens);
 CrossoverStudy crossover_study(const ModelSpec& m, const Roofline& rf, const CrossoverSweepSpec& s, const Progress& progress = {});
 
 // ---- capacity: one request, and the same GPUs laid out differently ----
