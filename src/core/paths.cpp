@@ -126,7 +126,6 @@ double capped_pairs(double query, double prefix, double cap, bool causal) {
   return attention_pairs(below, prefix, true) + (query - below) * cap;
 }
 
-double per_rank(const SequenceGroup& g, const Parallelism& par) { return sequences_per_rank(g, par); }
 
 // Batch totals on one rank.
 struct Totals {
@@ -139,7 +138,7 @@ struct Totals {
 Totals totals(const Workload& w) {
   Totals t;
   for (const SequenceGroup& g : w.groups) {
-    const double b = per_rank(g, w.par);
+    const double b = sequences_per_rank(g, w.par);
     t.sequences += b;
     t.new_tokens += b * g.query;
     t.keys += b * (g.prefix + g.query);
@@ -359,7 +358,7 @@ PathPlan mla_path(const MlaGeometry& g, const Workload& w, PathKind kind) {
       // head-weighted sum), then absorbed attention runs over the top-k keys per query.
       double sparse_pairs = 0, retrieved = 0;
       for (const SequenceGroup& sg : w.groups) {
-        const double b = per_rank(sg, w.par);
+        const double b = sequences_per_rank(sg, w.par);
         sparse_pairs += b * capped_pairs(sg.query, sg.prefix, g.index_topk, w.causal);
         retrieved += b * std::min(sg.prefix + sg.query, sg.query * g.index_topk);
       }
@@ -418,7 +417,7 @@ PathPlan standard_path(const ModelSpec& m, const Workload& w, std::int64_t windo
   const double cache = static_cast<double>(kv_bytes_per_token_per_layer(m, w.kv, w.par.tp).total().value);
   double T = 0, pairs = 0, keys = 0;
   for (const SequenceGroup& g : w.groups) {
-    const double b = per_rank(g, w.par);
+    const double b = sequences_per_rank(g, w.par);
     const double cap = window > 0 ? static_cast<double>(window) : g.prefix + g.query;
     T += b * g.query;
     pairs += b * capped_pairs(g.query, g.prefix, cap, w.causal);

@@ -27,7 +27,7 @@ std::vector<std::pair<PathPlan, std::int64_t>> model_plans(const ModelSpec& m, c
 
 namespace {
 
-PathResult result_of(const ModelSpec& m, const std::vector<std::pair<PathPlan, std::int64_t>>& plans, PathKind kind, const Roofline& rf,
+PathResult result_of(const std::vector<std::pair<PathPlan, std::int64_t>>& plans, PathKind kind, const Roofline& rf,
                      const std::optional<Bytes>& budget) {
   PathResult r{kind, {}, {}, {}, {}};
   for (const auto& [plan, layers] : plans) {
@@ -40,7 +40,6 @@ PathResult result_of(const ModelSpec& m, const std::vector<std::pair<PathPlan, s
         << " MiB) exceeds the memory left after weights and KV (" << budget->value / kMiB << " MiB)";
     r.feasible = Verdict::no(why.str());
   }
-  (void)m;
   return r;
 }
 
@@ -63,8 +62,8 @@ PathResult divided(const ModelSpec& m, const Workload& w, const std::vector<bool
   const PathKind absorbed_kind = m.indexer ? PathKind::sparse : PathKind::absorb;
   const bool all = std::all_of(absorbed.begin(), absorbed.end(), [](bool a) { return a; });
   const bool none = std::none_of(absorbed.begin(), absorbed.end(), [](bool a) { return a; });
-  if (all || none) return result_of(m, {{mla_path(m, w, all ? absorbed_kind : expanded), m.num_layers()}}, all ? absorbed_kind : expanded, rf, budget);
-  PathResult r = result_of(m, {{split_path(m, w, absorbed, absorbed_kind, expanded), m.num_layers()}}, PathKind::split, rf, budget);
+  if (all || none) return result_of({{mla_path(m, w, all ? absorbed_kind : expanded), m.num_layers()}}, all ? absorbed_kind : expanded, rf, budget);
+  PathResult r = result_of({{split_path(m, w, absorbed, absorbed_kind, expanded), m.num_layers()}}, PathKind::split, rf, budget);
   std::ostringstream d;
   d << to_string(absorbed_kind) << ": " << describe_groups(w, absorbed, true) << "; " << to_string(expanded) << ": " << describe_groups(w, absorbed, false);
   r.detail = d.str();
@@ -77,7 +76,7 @@ CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf, 
   CostStudy s;
   s.layers = m.num_layers();
   s.workspace_budget = budget;
-  for (PathKind k : paths_for(m)) s.paths.push_back(result_of(m, model_plans(m, w, k), k, rf, budget));
+  for (PathKind k : paths_for(m)) s.paths.push_back(result_of(model_plans(m, w, k), k, rf, budget));
   const bool mla = m.is_mla();
   // The faster feasible expanded path (chunked bounds the workspace of expand).
   auto find = [&s](PathKind k) -> const PathResult* {
@@ -114,23 +113,18 @@ CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf, 
 
   double min_flops = INFINITY, min_time = INFINITY, max_flops = 0, max_time = 0;
   std::size_t competing = 0;
-  for (const PathResult& r : s.paths) {
-    if (r.kind == PathKind::chunked || !r.feasible.ok()) continue;  // chunked is expand with a bounded workspace
+  auto compete = [&](const PathResult& r) {
     ++competing;
     if (r.cost.flops.value < min_flops) min_flops = r.cost.flops.value, s.cheaper_by_flops = r.kind;
     if (r.cost.time.value < min_time) min_time = r.cost.time.value, s.cheaper_by_time = r.kind;
     max_flops = std::max(max_flops, r.cost.flops.value);
     max_time = std::max(max_time, r.cost.time.value);
-  }
-  // Expand infeasible: chunked competes in its place.
-  if (mla && find(PathKind::expand) && !find(PathKind::expand)->feasible.ok() && find(PathKind::chunked) && find(PathKind::chunked)->feasible.ok()) {
-    const PathResult& c = *find(PathKind::chunked);
-    ++competing;
-    if (c.cost.flops.value < min_flops) min_flops = c.cost.flops.value, s.cheaper_by_flops = c.kind;
-    if (c.cost.time.value < min_time) min_time = c.cost.time.value, s.cheaper_by_time = c.kind;
-    max_flops = std::max(max_flops, c.cost.flops.value);
-    max_time = std::max(max_time, c.cost.time.value);
-  }
+  };
+  // Chunked is expand with a bounded workspace: it competes only in expand's place, when expand does not fit.
+  for (const PathResult& r : s.paths)
+    if (r.kind != PathKind::chunked && r.feasible.ok()) compete(r);
+  const PathResult *full = find(PathKind::expand), *bounded = find(PathKind::chunked);  // after split's push_back
+  if (full && bounded && !full->feasible.ok() && bounded->feasible.ok()) compete(*bounded);
   if (paths_for(m).size() > 1 && competing > 0) {
     s.flops_ratio = max_flops / min_flops;
     s.time_ratio = max_time / min_time;

@@ -257,9 +257,8 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
       if (on_plot(r, in.crossover_tps.front()) && std::isfinite(r.row.flop_crossover_query)) f.points.push_back({r.row.prefix, r.row.flop_crossover_query});
     xo.series.push_back(f);
     const bool dsa = std::any_of(in.models.begin(), in.models.end(), [](const NamedModel& l) { return l.spec.indexer.has_value(); });
-    const double per_rank = std::ceil(static_cast<double>(in.batch) / static_cast<double>(std::max<std::int64_t>(1, in.layouts.empty() ? 1 : 1)));
     for (const EnginePolicy& e : engine_policies())
-      if (const auto line = threshold_line(e, per_rank, dsa)) xo.refs.push_back(*line);
+      if (const auto line = threshold_line(e, static_cast<double>(in.batch), dsa)) xo.refs.push_back(*line);
   }
 
   svg::BarChart bars;
