@@ -5,11 +5,14 @@
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "app.hpp"
 #include "mlaplan/core/model.hpp"
+#include "mlaplan/core/engines.hpp"
+#include "mlaplan/io/engine_json.hpp"
 #include "mlaplan/io/hf_config.hpp"
 #include "mlaplan/io/registry.hpp"
 
@@ -25,6 +28,23 @@ inline const std::vector<ModelSpec>& all_models() {
 }
 
 inline ModelSpec model(const std::string& name, const std::vector<std::string>& sets = {}) { return load_model(name, sets); }
+
+// The bundled dispatch rules judged by default, and one of them by key ("sglang", "vllm_flashmla").
+inline const std::vector<EnginePolicy>& policies() {
+  static const std::vector<EnginePolicy> p = default_policies();
+  return p;
+}
+inline const EnginePolicy& policy(const std::string& key) {
+  for (const EnginePolicy& e : policies())
+    if (e.key == key) return e;
+  throw std::runtime_error("no bundled dispatch policy " + key);
+}
+// The index of a policy in a cost study's engines (their order is the policies').
+inline std::size_t policy_index(const std::string& key) {
+  for (std::size_t i = 0; i < policies().size(); ++i)
+    if (policies()[i].key == key) return i;
+  throw std::runtime_error("no bundled dispatch policy " + key);
+}
 
 // The planner, called in-process with its arguments split at spaces: exit code, stdout, stderr.
 struct Run {

@@ -298,7 +298,7 @@ TEST_CASE("Engine names and versions resolve or exit 2 naming the flag", "[engin
     CHECK(r.err == "mlaplan: " + message + "\n");
   };
   expect("capacity --engine vllmm", "--engine: value 'vllmm': expected vllm, sglang or trtllm, optionally @VERSION; did you mean 'vllm'?");
-  expect("capacity --engine vllm@0.5.0", "--engine: value 'vllm@0.5.0': older than every bundled vllm profile (the oldest describes 0.6.5 and later)");
+  expect("capacity --engine vllm@0.5.0", "--engine: value 'vllm@0.5.0': older than every bundled vllm capacity profile (the oldest describes 0.6.5 and later)");
   expect("capacity --engine vllm@x.y", "--engine: value 'vllm@x.y': expected a version such as 0.7.3 after '@'");
   expect("capacity --engine /nonexistent/p.json", "/nonexistent/p.json: no such file");
   expect("capacity --max-model-len 4096", "--max-model-len: value '4096': an engine setting: give --engine vllm|sglang|trtllm[@VERSION] with it");
@@ -321,6 +321,22 @@ TEST_CASE("Engine names and versions resolve or exit 2 naming the flag", "[engin
   const auto a100 = nlohmann::json::parse(run("capacity --engine vllm --gpu a100-80gb --model llama-3.1-8b --format json").out);
   CHECK(a100["max_batched_tokens"] == 2048);
   CHECK(a100["max_num_seqs"] == 256);
+  // Dispatch rules for cost and crossover: one engine's at a version, refused where it cannot serve.
+  expect("cost --engine vllm@0.6.5", "--engine: value 'vllm@0.6.5': older than every bundled vllm dispatch profile (the oldest describes 0.7.2 and later)");
+  expect("cost --model deepseek-v3.2-exp --engine sglang@0.4.3",
+         "--engine: value 'sglang@0.4.3': sglang@0.4.3+ predates DeepSeek-V3.2's sparse attention and cannot serve deepseek-ai/DeepSeek-V3.2-Exp (dsa.rule unsupported)");
+  expect("crossover --engine tgi", "--engine: value 'tgi': expected vllm, sglang or trtllm, optionally @VERSION");
+  expect("cost --spec-tokens 65", "--spec-tokens: value '65': expected draft tokens from 0 to 64");
+  expect("crossover --spec-tokens -1", "--spec-tokens: value '-1': expected draft tokens from 0 to 64");
+  expect("crossover --workspace-gib 1e7", "--workspace-gib: value '10000000': expected GiB from 0 to 10^6");
+  const auto old = nlohmann::json::parse(run("cost --engine sglang@0.4.3 --batch 32 --query 2 --prefix 1024 --tp 8 --format json").out);
+  CHECK(old["engines"].size() == 2);
+  CHECK(old["engines"]["sglang_triton"]["path"] == "absorb");     // a prefix: absorbed
+  CHECK(old["engines"]["sglang_flashinfer"]["path"] == "expand");  // every extend
+  const auto spec = nlohmann::json::parse(run("cost --engine sglang@0.4.3 --batch 32 --query 2 --prefix 1024 --tp 8 --spec-tokens 1 --format json").out);
+  CHECK(spec["engines"]["sglang_flashinfer"]["path"] == "expand");  // 0.4.3 verifies through forward_normal too
+  const auto now = nlohmann::json::parse(run("cost --engine sglang --batch 32 --query 2 --prefix 1024 --tp 8 --spec-tokens 1 --format json").out);
+  CHECK(now["engines"]["sglang"]["path"] == "absorb");
 }
 
 TEST_CASE("Hostile engine profiles: one line naming the file and key and value", "[engine][hostile]") {
@@ -465,4 +481,104 @@ TEST_CASE("Hardware totals as software sees them cannot exceed the memory", "[en
     CHECK(hw.memory_smi_total.value > hw.memory_torch_total.value);
     CHECK(hw.memory_smi_total <= hw.memory_capacity);
   }
+}
+
+namespace {
+
+std::string dispatch_error(const nlohmann::json& j) {
+  try {
+    (void)parse_dispatch_profile(j, "d.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+nlohmann::json dispatch_json() {
+  return nlohmann::json::parse(R"({"engine": "sglang", "since": "1.0", "summary": "s",
+    "fold_weights": {"value": "bf16", "source": "f"}, "chunk_tokens": {"value": 131072, "source": "c"},
+    "policies": {"sglang_x": {"name": "X", "backends": "x", "rule": "prefix_sum", "threshold": 8192, "spec_as_decode": true, "source": "p"}},
+    "dsa": {"rule": "dense_short", "threshold": 131072, "source": "d"}})");
+}
+
+}  // namespace
+
+TEST_CASE("Dispatch rules are data: every bundled file parses and cites its sources", "[engine][dispatch]") {
+  const std::vector<DispatchProfile> all = bundled_dispatch();
+  REQUIRE(!all.empty());
+  for (const DispatchProfile& d : all) {
+    INFO(d.file);
+    CHECK(!d.policies.empty());
+    for (const EnginePolicy& e : d.policies) {
+      CHECK(e.key.rfind(std::string(to_string(d.family)), 0) == 0);
+      CHECK(e.source.find("PENDING") == std::string::npos);
+      CHECK(e.engine == d.label());
+    }
+  }
+  // Parsed exactly as written.
+  const DispatchProfile d = parse_dispatch_profile(dispatch_json(), "d.json");
+  REQUIRE(d.policies.size() == 1);
+  const EnginePolicy& e = d.policies[0];
+  CHECK(e.key == "sglang_x");
+  CHECK(e.rule == ExtendRule::prefix_sum);
+  CHECK(e.threshold == 8192);
+  CHECK(e.spec_as_decode);
+  CHECK(e.dsa == DsaRule::dense_short);
+  CHECK(e.dsa_threshold == 131072);
+  CHECK(e.chunk_tokens == 131072);
+  CHECK(e.fold_weights == WeightDtype::bf16);
+  CHECK(e.engine == "sglang@1.0+");
+  CHECK(e.source == "p; fold: f; chunk: c; DSA: d");
+  // Versions pick the newest rules at or below them, as capacity profiles do.
+  CHECK(load_dispatch("sglang").since.text == "0.5.4");
+  CHECK(load_dispatch("sglang@0.5.3").since.text == "0.4.3");
+  CHECK(load_dispatch("vllm@0.10").since.text == "0.8.0");
+  CHECK(load_dispatch("vllm").label() == "vllm@0.11.1+");
+}
+
+TEST_CASE("Hostile dispatch profiles: one line naming the file and key and value", "[engine][dispatch][hostile]") {
+  CHECK(dispatch_error(dispatch_json()) == "(accepted)");
+  auto with = [](const std::string& pointer, const nlohmann::json& v) {
+    nlohmann::json j = dispatch_json();
+    if (v.is_null()) {
+      const auto slash = pointer.rfind('/');
+      j[nlohmann::json::json_pointer(pointer.substr(0, slash))].erase(pointer.substr(slash + 1));
+    } else {
+      j[nlohmann::json::json_pointer(pointer)] = v;
+    }
+    return j;
+  };
+  CHECK(dispatch_error(with("/policies/sglang_x/rule", "prefix_summ")) ==
+        "d.json: key 'policies.sglang_x.rule' = \"prefix_summ\": expected query_split, prefix_sum, no_prefix or every_extend");
+  CHECK(dispatch_error(with("/policies/sglang_x/treshold", 1)) ==
+        "d.json: key 'policies.sglang_x.treshold' = 1: unknown key; did you mean 'threshold'?");
+  CHECK(dispatch_error(with("/policies/sglang_x/threshold", nullptr)) ==
+        "d.json: key 'policies.sglang_x.threshold' = (absent): required by rule prefix_sum");
+  CHECK(dispatch_error(with("/policies/sglang_x/threshold", 0)) ==
+        "d.json: key 'policies.sglang_x.threshold' = 0: expected a whole number of tokens from 1 to 10^12");
+  CHECK(dispatch_error(with("/policies/sglang_x/threshold", 1.5)) ==
+        "d.json: key 'policies.sglang_x.threshold' = 1.5: expected a whole number of tokens from 1 to 10^12");
+  nlohmann::json every = with("/policies/sglang_x/rule", "every_extend");
+  CHECK(dispatch_error(every) == "d.json: key 'policies.sglang_x.threshold' = 8192: rule every_extend has no threshold");
+  CHECK(dispatch_error(with("/policies/sglang_x/source", "")) ==
+        "d.json: key 'policies.sglang_x.source' = \"\": every dispatch rule needs a source");
+  CHECK(dispatch_error(with("/policies/sglang_x/spec_as_decode", "yes")) ==
+        "d.json: key 'policies.sglang_x.spec_as_decode' = \"yes\": expected true or false");
+  nlohmann::json other = dispatch_json();
+  other["policies"]["vllm_x"] = other["policies"]["sglang_x"];
+  CHECK(dispatch_error(other).rfind("d.json: key 'policies.vllm_x' = ", 0) == 0);
+  CHECK(dispatch_error(other).find(": a policy key is snake_case and starts with 'sglang'") != std::string::npos);
+  CHECK(dispatch_error(with("/policies", nlohmann::json::object())) == "d.json: key 'policies' = {}: expected an object of KEY -> rule");
+  CHECK(dispatch_error(with("/fold_weights/value", "int3")) ==
+        "d.json: key 'fold_weights.value' = \"int3\": expected bf16, fp16, fp32, fp8, mxfp4 or \"checkpoint\"");
+  CHECK(dispatch_error(with("/chunk_tokens/value", -1)) ==
+        "d.json: key 'chunk_tokens.value' = -1: expected a whole number of tokens from 0 to 10^12");
+  CHECK(dispatch_error(with("/chunk_tokens", nullptr)) == "d.json: key 'chunk_tokens' = (absent): required in a dispatch profile");
+  CHECK(dispatch_error(with("/dsa/rule", "sparse")) == "d.json: key 'dsa.threshold' = 131072: rule sparse has no threshold");
+  CHECK(dispatch_error(with("/dsa/threshold", nullptr)) == "d.json: key 'dsa.threshold' = (absent): required by rule dense_short");
+  CHECK(dispatch_error(with("/dsa/rule", "dense")) ==
+        "d.json: key 'dsa.rule' = \"dense\": expected sparse, dense_short, packed_tokens, max_kv or unsupported");
+  CHECK(dispatch_error(with("/engine", "tgi")) == "d.json: key 'engine' = \"tgi\": expected vllm, sglang or trtllm");
+  CHECK(dispatch_error(with("/sumary", "s")) == "d.json: key 'sumary' = \"s\": unknown key; did you mean 'summary'?");
+  CHECK(dispatch_error(nlohmann::json::array()) == "d.json: expected a JSON object");
 }

@@ -267,6 +267,16 @@ TEST_CASE("DeepSeek-V3.2: a dense path runs the indexer once a query sees more t
     CHECK(has_indexer(k, 4096, 0));
   }
   CHECK(has_indexer(PathKind::sparse, 1, 100));  // the sparse path always scores
+  // With the projections in scope, a dense step below top-k still writes the indexer's keys to its
+  // cache (wk: hidden 7,168 -> 128 per token; 132 B per token and layer: fp8 key and its fp32 scale).
+  Workload lw = step(2048, 0);
+  lw.projections = true;
+  const PathPlan dense = mla_path(m, lw, PathKind::expand);
+  const Op* keys = dense.find(OpId::indexer_proj);
+  REQUIRE(keys);
+  CHECK(dense.find(OpId::indexer_scores) == nullptr);
+  CHECK(keys->flops.value == Approx(2.0 * 2048 * 7168 * 128));
+  CHECK(keys->bytes_written.value == Approx(2048.0 * 128 * 2 + 2048.0 * 132));
   // The indexer's scores run at the fp8 peak: on an H200, half the time of the same FLOPs in bf16.
   const HardwareSpec h = load_gpu("h200");
   const Roofline rf = roofline_for(h, DType::bf16, Efficiency{});

@@ -2,7 +2,9 @@
 // (never a silent fallback), and the typed rows hold what the formulas give.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <random>
+
 
 #include <algorithm>
 
@@ -15,6 +17,9 @@
 using namespace mlaplan;
 using test::all_models;
 using test::model;
+using test::policies;
+using test::policy;
+using test::policy_index;
 
 namespace {
 // `count` sequences of `query` new tokens after `prefix` cached ones.
@@ -130,27 +135,31 @@ TEST_CASE("Engine thresholds live in one place and drive both the rule and its d
     w.groups = std::move(groups);
     return w;
   };
-  for (const EnginePolicy& e : engine_policies()) {
+  for (const EnginePolicy& e : policies()) {
     INFO(e.key);
     // The text is built from the threshold: a different threshold gives a different rule.
-    EnginePolicy other = e;
-    other.threshold = 77;
-    CHECK(describe(other).find("77") != std::string::npos);
-    CHECK(describe(other).find(std::to_string(static_cast<long long>(e.threshold))) == std::string::npos);
-    CHECK(describe(e).find(std::to_string(static_cast<long long>(e.threshold))) != std::string::npos);
+    if (e.rule == ExtendRule::query_split || e.rule == ExtendRule::prefix_sum) {
+      EnginePolicy other = e;
+      other.threshold = 77;
+      CHECK(describe(other).find("77") != std::string::npos);
+      CHECK(describe(other) != describe(e));
+      CHECK(describe(e).find(std::to_string(static_cast<long long>(e.threshold))) != std::string::npos);
+    }
     CHECK(dispatch(e, v3, batch({{32, 1, 100}})).all_absorbed());  // decode absorbs in every engine
+    CHECK(!e.source.empty());
+    CHECK(e.source.find("PENDING") == std::string::npos);
   }
-  const auto& p = engine_policies();
+  const EnginePolicy& fm = policy("vllm_flashmla");
   // vLLM FlashMLA: per request, Q <= 128 absorbs.
-  CHECK(dispatch(p[1], v3, batch({{1, 128, 8192}})).all_absorbed());
-  CHECK(dispatch(p[1], v3, batch({{1, 129, 8192}})).none_absorbed());
-  CHECK(dispatch(p[1], v3, batch({{64, 1, 8192}, {2, 2048, 0}})).absorbed == std::vector<bool>{true, false});
+  CHECK(dispatch(fm, v3, batch({{1, 128, 8192}})).all_absorbed());
+  CHECK(dispatch(fm, v3, batch({{1, 129, 8192}})).none_absorbed());
+  CHECK(dispatch(fm, v3, batch({{64, 1, 8192}, {2, 2048, 0}})).absorbed == std::vector<bool>{true, false});
   CHECK(kDefaultBatchedTokens == 8192);
 }
 
 TEST_CASE("SGLang decides on the sum of the extend batch's prefixes", "[study][engines]") {
   const ModelSpec v3 = model("deepseek-v3");
-  const EnginePolicy& sg = engine_policies()[3];
+  const EnginePolicy& sg = policy("sglang");
   const auto w = uniform_batch;
   // Prefix 1,024, query 2: batch 1 sums to 1,024 < 8,192 (absorbed); batch 32 sums to 32,768 (MHA).
   CHECK(dispatch(sg, v3, w(1, 2, 1024)).all_absorbed());
@@ -172,34 +181,50 @@ TEST_CASE("SGLang decides on the sum of the extend batch's prefixes", "[study][e
   // What it costs: DeepSeek-V3 on H200, TP 1, batch 32, prefix 1,024, query 2: SGLang expands,
   // the absorbed path is far faster.
   const Roofline rf = roofline_for(load_gpu("h200"), DType::bf16, Efficiency{});
-  const CostStudy st = cost_study(v3, w(32, 2, 1024), rf);
-  const EngineChoice& c = st.engines[3];
+  const CostStudy st = cost_study(v3, w(32, 2, 1024), rf, std::nullopt, policies());
+  const EngineChoice& c = st.engines[policy_index("sglang")];
   CHECK(c.key == "sglang");
   CHECK(c.path.kind == PathKind::expand);
   CHECK(st.cheaper_by_time == PathKind::absorb);
   CHECK(c.penalty > 50);
-  const CostStudy one = cost_study(v3, w(1, 2, 1024), rf);
-  CHECK(one.engines[3].path.kind == PathKind::absorb);
-  CHECK(one.engines[3].penalty == 0);
+  const CostStudy one = cost_study(v3, w(1, 2, 1024), rf, std::nullopt, policies());
+  CHECK(one.engines[policy_index("sglang")].path.kind == PathKind::absorb);
+  CHECK(one.engines[policy_index("sglang")].penalty == 0);
 }
 
-TEST_CASE("TensorRT-LLM's short-sequence MHA is a DSA rule on packed context tokens", "[study][engines]") {
+TEST_CASE("TensorRT-LLM's short-sequence MHA for DSA: off by default and keyed on the longest request", "[study][engines]") {
   const ModelSpec v32 = model("deepseek-v3.2-exp"), v3 = model("deepseek-v3");
-  const EnginePolicy& trt = engine_policies()[4];
+  const EnginePolicy& trt = policy("trtllm");
   const auto w = uniform_batch;
-  // 8,192 packed context tokens (4 x 2,048): dense MHA; 16,384 (8 x 2,048): sparse (absorbed).
-  CHECK(dispatch(trt, v32, w(4, 2048, 0)).none_absorbed());
+  // As merged (PR #11677): TRTLLM_MLA_SHORT_SEQ_MHA_THRESHOLD defaults to 0, so 8,192 packed context
+  // tokens (4 x 2,048) and 16,384 (8 x 2,048) both run sparse.
+  REQUIRE(trt.dsa == DsaRule::max_kv);
+  REQUIRE(trt.dsa_threshold == 0);
+  CHECK(dispatch(trt, v32, w(4, 2048, 0)).all_absorbed());
   CHECK(dispatch(trt, v32, w(8, 2048, 0)).all_absorbed());
-  CHECK(dispatch(trt, v32, w(5, 2048, 0)).none_absorbed());   // 10,240: at the threshold
-  CHECK(dispatch(trt, v32, w(1, 10241, 0)).all_absorbed());   // one request past it
+  // With the variable at 10,240 (the value under review): the longest request's P + Q decides, so
+  // both batches run dense and one request of 10,241 tokens runs sparse.
+  EnginePolicy set = trt;
+  set.dsa_threshold = 10240;
+  CHECK(dispatch(set, v32, w(4, 2048, 0)).none_absorbed());
+  CHECK(dispatch(set, v32, w(8, 2048, 0)).none_absorbed());
+  CHECK(dispatch(set, v32, w(1, 10240, 0)).none_absorbed());
+  CHECK(dispatch(set, v32, w(1, 10241, 0)).all_absorbed());
+  CHECK(dispatch(set, v32, w(1, 2, 10239)).all_absorbed());  // the cached prefix counts
+  // Keyed on packed tokens instead (as the PR's test text reads): 8,192 dense, 16,384 sparse.
+  EnginePolicy packed = set;
+  packed.dsa = DsaRule::packed_tokens;
+  CHECK(dispatch(packed, v32, w(4, 2048, 0)).none_absorbed());
+  CHECK(dispatch(packed, v32, w(8, 2048, 0)).all_absorbed());
+  CHECK(dispatch(packed, v32, w(5, 2048, 0)).none_absorbed());  // 10,240: at the threshold
   // A dense MLA model: every context request expands, whatever its length; generation absorbs.
   CHECK(dispatch(trt, v3, w(8, 2048, 0)).none_absorbed());
   CHECK(dispatch(trt, v3, w(1, 100000, 50000)).none_absorbed());
   CHECK(dispatch(trt, v3, w(64, 1, 50000)).all_absorbed());
   // The sparse path is what "absorbed" means for V3.2 in the cost study.
   const Roofline rf = roofline_for(load_gpu("h200"), DType::bf16, Efficiency{});
-  CHECK(cost_study(v32, w(8, 2048, 0), rf).engines[4].path.kind == PathKind::sparse);
-  CHECK(cost_study(v32, w(4, 2048, 0), rf).engines[4].path.kind == PathKind::expand);
+  CHECK(cost_study(v32, w(8, 2048, 0), rf, std::nullopt, policies()).engines[policy_index("trtllm")].path.kind == PathKind::sparse);
+  CHECK(cost_study(v32, w(4, 2048, 0), rf, std::nullopt, {packed}).engines[0].path.kind == PathKind::expand);
 }
 
 TEST_CASE("The split path never costs more than the best single path", "[study][engines][property]") {
@@ -260,9 +285,9 @@ TEST_CASE("Engines' absorbed folds read their own copies of W_UK and W_UV", "[st
   // on Hopper with the fp8 block-scaled ones; the rest of the absorbed path is the same.
   Workload w = uniform_batch(8, 1, 4096);
   w.weights = WeightDtype::fp8;
-  const CostStudy st = cost_study(model("deepseek-v3"), w, rf);
-  const EngineChoice& vllm = st.engines[1];
-  const EngineChoice& trt = st.engines[4];
+  const CostStudy st = cost_study(model("deepseek-v3"), w, rf, std::nullopt, policies());
+  const EngineChoice& vllm = st.engines[policy_index("vllm_flashmla")];
+  const EngineChoice& trt = st.engines[policy_index("trtllm")];
   REQUIRE(vllm.path.kind == PathKind::absorb);
   REQUIRE(trt.path.kind == PathKind::absorb);
   auto fold_read = [](const PathResult& p) {
@@ -302,4 +327,92 @@ TEST_CASE("DSA: the prompt length from which sparse beats dense", "[study][dsa]"
   const CrossoverStudy st = crossover_study(v32, rf, spec);
   REQUIRE(st.sparse.size() == 2);
   CHECK(st.sparse[0].sparse_faster_from_tokens == s);
+}
+
+TEST_CASE("Speculative verification runs as decode in every engine that says so", "[study][engines]") {
+  const ModelSpec v3 = model("deepseek-v3");
+  // 32 requests verifying 1 draft token (Q = 2) after 1,024 cached: an extend batch without
+  // speculative decoding (SGLang: Σ prefix 32,768 >= 8,192, MHA), a verification step with it.
+  Workload w = uniform_batch(32, 2, 1024);
+  CHECK(dispatch(policy("sglang"), v3, w).none_absorbed());
+  CHECK(dispatch(policy("trtllm"), v3, w).none_absorbed());
+  CHECK(dispatch(policy("vllm_triton"), v3, w).none_absorbed());  // threshold 1
+  w.spec_tokens = 1;
+  for (const EnginePolicy& e : policies()) {
+    INFO(e.key);
+    CHECK(dispatch(e, v3, w).all_absorbed() == e.spec_as_decode);
+  }
+  // vLLM raises its threshold to 1 + draft tokens where the backend takes longer queries as decode:
+  // FlashInfer-MLA absorbs Q = 4 with 3 drafts, not Q = 5; Triton MLA (single-token decode) never.
+  Workload v = uniform_batch(1, 4, 1000);
+  v.spec_tokens = 3;
+  CHECK(dispatch(policy("vllm_flashinfer_mla"), v3, v).all_absorbed());
+  CHECK(dispatch(policy("vllm_triton"), v3, v).none_absorbed());
+  v.groups[0].query = 5;
+  CHECK(dispatch(policy("vllm_flashinfer_mla"), v3, v).none_absorbed());
+  // A threshold above 1 + drafts stays: FlashMLA absorbs Q = 5 anyway.
+  CHECK(dispatch(policy("vllm_flashmla"), v3, v).all_absorbed());
+  // SGLang: a prompt (no prefix) is an extend even with speculative decoding on.
+  Workload p = uniform_batch(4, 2, 0);
+  p.spec_tokens = 1;
+  CHECK(dispatch(policy("sglang"), v3, p).none_absorbed());
+}
+
+TEST_CASE("Engines chunk the expanded keys at their workspace size", "[study][engines]") {
+  const ModelSpec v3 = model("deepseek-v3");
+  const EnginePolicy& sg = policy("sglang");
+  REQUIRE(sg.chunk_tokens == 131072);
+  // One prompt of 8,192 after 8,192 cached: 16,384 keys, one chunk (expand); 32 of them: 524,288 keys,
+  // chunked 131,072 at a time.
+  CHECK(engine_expanded_kind(sg, uniform_batch(1, 8192, 8192), {false}) == PathKind::expand);
+  CHECK(engine_expanded_kind(sg, uniform_batch(32, 8192, 8192), {false}) == PathKind::chunked);
+  CHECK(engine_expanded_kind(sg, uniform_batch(8, 8192, 8192), {false}) == PathKind::expand);  // exactly 131,072
+  // Absorbed groups do not count.
+  Workload mixed;
+  mixed.groups = {SequenceGroup{1000, 1, 100000}, SequenceGroup{1, 8192, 8192}};
+  CHECK(engine_expanded_kind(sg, mixed, {true, false}) == PathKind::expand);
+  // What the cost study runs: SGLang's own chunking, not the faster of expand and chunked.
+  const Roofline rf = roofline_for(load_gpu("h200"), DType::bf16, Efficiency{});
+  Workload big = uniform_batch(32, 8192, 8192);
+  big.par.tp = 8;
+  const CostStudy st = cost_study(v3, big, rf, std::nullopt, policies());
+  const EngineChoice& c = st.engines[policy_index("sglang")];
+  CHECK(c.path.kind == PathKind::chunked);
+  // 524,288 keys on the rank in 4 chunks of 131,072: each chunk's K and V over 16 heads, 2 B.
+  bool chunk_op = false;
+  for (const OpRow& o : c.path.ops)
+    if (o.op.id == OpId::kv_up_proj_chunk) {
+      chunk_op = true;
+      CHECK(o.op.workspace_bytes.value == Approx(131072.0 * 16 * (128 + 64 + 128) * 2));
+    }
+  CHECK(chunk_op);
+}
+
+TEST_CASE("The crossover compares only paths whose workspace fits", "[study][crossover]") {
+  const ModelSpec v3 = model("deepseek-v3");
+  const Roofline rf = roofline_for(load_gpu("h200"), DType::bf16, Efficiency{});
+  Workload base;
+  base.par.tp = 8;
+  const double free_q = roofline_crossover_query(v3, base, 32768, 32, rf);
+  REQUIRE(std::isfinite(free_q));
+  // A budget too small for one key per chunk: no expanded path runs, absorb stays.
+  auto none = [](const Workload&) -> std::optional<Bytes> { return Bytes{0}; };
+  CHECK(roofline_crossover_query(v3, base, 32768, 32, rf, none) == kNoCrossover);
+  // Plenty: the same Q* as without a budget.
+  auto plenty = [](const Workload&) -> std::optional<Bytes> { return Bytes{std::int64_t{1} << 50}; };
+  CHECK(roofline_crossover_query(v3, base, 32768, 32, rf, plenty) == Approx(free_q).epsilon(1e-9));
+  // 1 GiB: expand's workspace at Q* (32 x (32,768 + Q*) keys x 16 heads x 320 x 2 B, over 10 GiB)
+  // does not fit; chunked does, later.
+  auto tight = [](const Workload&) -> std::optional<Bytes> { return Bytes{std::int64_t{1} << 30}; };
+  const double tight_q = roofline_crossover_query(v3, base, 32768, 32, rf, tight);
+  CHECK(tight_q > free_q);
+  // The feasible expanded plan at 1 GiB: chunks of floor(2^30 / (16 x 320 x 2)) keys.
+  Workload at = base;
+  at.groups = {SequenceGroup{32, 512, 32768}};
+  const MlaGeometry g = mla_geometry(v3, at);
+  const std::optional<PathPlan> plan = feasible_expanded(g, at, Bytes{std::int64_t{1} << 30});
+  REQUIRE(plan);
+  CHECK(plan->workspace_bytes().value <= static_cast<double>(std::int64_t{1} << 30));
+  CHECK(plan->workspace_bytes().value == Approx(std::floor(1073741824.0 / (16 * 320 * 2)) * 16 * 320 * 2));
+  CHECK(!feasible_expanded(g, at, Bytes{100}));
 }

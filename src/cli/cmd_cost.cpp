@@ -19,6 +19,7 @@ struct CostFlags {
   WorkloadFlags workload;
   std::string scope = "core";
   double workspace_gib = -1;  // < 0: the memory left after weights and the batch's KV
+  std::string engine;         // dispatch rules judged (empty: every engine's newest)
   std::string format = "table";
 };
 
@@ -31,15 +32,14 @@ Document cost(const CostFlags& f) {
   w.projections = f.scope == "layer";
   std::optional<Bytes> budget;
   Bytes shortfall{0};
-  if (f.workspace_gib >= 0) {
-    if (!(f.workspace_gib <= 1e6)) fail_flag("--workspace-gib", fmt::format("{}", f.workspace_gib), "expected GiB from 0 to 10^6");
-    budget = Bytes{static_cast<std::int64_t>(f.workspace_gib * static_cast<double>(kGiB))};
+  if (const std::optional<Bytes> given = resolve_workspace_gib(f.workspace_gib)) {
+    budget = given;
   } else if (m.is_mla()) {
     const WorkspaceBudget b = workspace_budget(m, r.hw, w, 0.9);
     budget = b.left;
     shortfall = b.shortfall;
   }
-  CostStudy st = cost_study(m, w, r.rf, budget);
+  CostStudy st = cost_study(m, w, r.rf, budget, m.is_mla() ? resolve_policies(f.engine, m) : std::vector<EnginePolicy>{});
   st.memory_shortfall = shortfall;
   return cost_document(m, r, w, st);
 }
@@ -56,6 +56,7 @@ void register_cost_command(CLI::App& app, Context& ctx) {
   c->add_option("--scope", f->scope, "core (attention only) | layer (with projections)")->capture_default_str();
   c->add_option("--workspace-gib", f->workspace_gib,
                 "memory a path's transient buffers may take per GPU (default: 0.9 x the GPU's memory - weights - the batch's KV cache)");
+  add_dispatch_flag(c, f->engine);
   add_format_flag(c, f->format);
   c->callback([f, &ctx] { emit(ctx, cost(*f), f->format); });
 }

@@ -25,6 +25,9 @@ struct CrossoverFlags {
   bool non_causal = false;
   std::string weight_dtype;
   std::int64_t max_query = 4096;
+  std::int64_t spec_tokens = 0;
+  double workspace_gib = -1;  // < 0: what the GPU leaves after weights and each step's KV
+  std::string engine;
   std::string format = "table";
 };
 
@@ -47,6 +50,13 @@ Document crossover(const CrossoverFlags& f) {
   // Every TP asked for must be one the model can run: a flag the user typed is not skipped silently.
   for (std::int64_t tp : s.tps)
     if (const LayoutVerdict v = check_layout(m, {tp, s.base.par.dp, 1}); !v.ok()) fail_layout(m, {tp, s.base.par.dp, 1}, v);
+  s.base.spec_tokens = resolve_spec_tokens(f.spec_tokens);
+  s.policies = resolve_policies(f.engine, m);
+  if (const std::optional<Bytes> fixed = resolve_workspace_gib(f.workspace_gib)) {
+    s.budget = [fixed](const Workload&) { return fixed; };
+  } else {
+    s.budget = step_workspace_budget(m, r.hw, 0.9);
+  }
   return crossover_document(m, r, s, crossover_study(m, r.rf, s));
 }
 
@@ -65,6 +75,11 @@ void register_crossover_command(CLI::App& app, Context& ctx) {
   c->add_flag("--non-causal", f->non_causal, "every query sees every key");
   c->add_option("--weight-dtype", f->weight_dtype, "dtype W_UK/W_UV are read in (default: the config's quantization)");
   c->add_option("--max-query", f->max_query, "engine penalties are searched over Q = 1 .. this")->capture_default_str();
+  c->add_option("--spec-tokens", f->spec_tokens, "speculative decoding's draft tokens (engines run Q <= 1 + this as decode)")->capture_default_str();
+  c->add_option("--workspace-gib", f->workspace_gib,
+                "memory one op's workspace may take per GPU (default: 0.9 x the GPU's memory - weights - the step's KV; unbounded where "
+                "those exceed it)");
+  add_dispatch_flag(c, f->engine);
   add_format_flag(c, f->format);
   c->callback([f, &ctx] { emit(ctx, crossover(*f), f->format); });
 }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "mlaplan/core/feasibility.hpp"
+#include "mlaplan/io/engine_json.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/hf_config.hpp"
 #include "mlaplan/io/lists.hpp"
@@ -96,7 +97,34 @@ void add_workload_flags(CLI::App* app, WorkloadFlags& f) {
   app->add_flag("--non-causal", f.non_causal, "every query sees every key");
   app->add_option("--kv-dtype", f.kv_dtype, "fp32 | bf16 | fp16 | fp8 | fp8_flashmla | fp4")->capture_default_str();
   app->add_option("--weight-dtype", f.weight_dtype, "dtype weights are read in (default: the config's quantization)");
-  app->add_option("--chunk", f.chunk, "chunked expand: tokens expanded per chunk")->capture_default_str();
+  app->add_option("--chunk", f.chunk, "chunked expand: keys of the batch expanded per chunk")->capture_default_str();
+  app->add_option("--spec-tokens", f.spec_tokens,
+                  "speculative decoding with this many draft tokens: a request with Q <= 1 + this after a prefix is a verification "
+                  "step, which engines run as decode")
+      ->capture_default_str();
+}
+
+void add_dispatch_flag(CLI::App* app, std::string& engine) {
+  app->add_option("--engine", engine,
+                  "judge one engine's dispatch rules: vllm | sglang | trtllm[@VERSION] or a rules file (default: every engine's newest, "
+                  "engines/dispatch/)");
+}
+
+std::optional<Bytes> resolve_workspace_gib(double gib) {
+  if (gib < 0) return std::nullopt;
+  if (!(gib <= 1e6)) fail_flag("--workspace-gib", fmt::format("{}", gib), "expected GiB from 0 to 10^6");
+  return Bytes{static_cast<std::int64_t>(gib * static_cast<double>(kGiB))};
+}
+
+std::int64_t resolve_spec_tokens(std::int64_t n) {
+  if (n < 0 || n > 64) fail_flag("--spec-tokens", std::to_string(n), "expected draft tokens from 0 to 64");
+  return n;
+}
+
+std::vector<EnginePolicy> resolve_policies(const std::string& engine, const ModelSpec& m) {
+  std::vector<EnginePolicy> p = engine.empty() ? default_policies() : load_dispatch(engine, "--engine").policies;
+  if (const std::string problem = dispatch_problem(p, m); !problem.empty()) fail_flag("--engine", engine, problem);
+  return p;
 }
 
 std::vector<SequenceGroup> parse_mix(const std::string& text) {
@@ -134,6 +162,7 @@ Workload WorkloadFlags::resolve(const ModelSpec& m, const Parallelism& par, DTyp
   w.par = par;
   if (!(chunk >= 1 && chunk <= 1e12)) fail_flag("--chunk", fmt::format("{}", chunk), "expected a number of tokens in [1, 1e12]");
   w.chunk = chunk;
+  w.spec_tokens = resolve_spec_tokens(spec_tokens);
   return w;
 }
 

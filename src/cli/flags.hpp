@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "app.hpp"
+#include "mlaplan/core/engines.hpp"
 #include "mlaplan/core/hardware.hpp"
 #include "mlaplan/core/model.hpp"
 #include "mlaplan/core/params.hpp"
@@ -64,10 +65,19 @@ struct WorkloadFlags {
   std::string kv_dtype = "bf16";
   std::string weight_dtype;  // default: what the config's quantization gives attention weights
   double chunk = 8192;
+  std::int64_t spec_tokens = 0;  // speculative decoding's draft tokens per step
   Workload resolve(const ModelSpec& m, const Parallelism& par, DType compute) const;
 };
 void add_workload_flags(CLI::App* app, WorkloadFlags& f);
 std::vector<SequenceGroup> parse_mix(const std::string& text);
+
+// --engine for the dispatch rules: every engine's newest rules (empty), or one engine's at a version.
+void add_dispatch_flag(CLI::App* app, std::string& engine);
+std::vector<EnginePolicy> resolve_policies(const std::string& engine, const ModelSpec& m);
+// --workspace-gib: GiB from 0 to 10^6 as bytes; none when not given (negative).
+std::optional<Bytes> resolve_workspace_gib(double gib);
+// --spec-tokens: draft tokens from 0 to 64.
+std::int64_t resolve_spec_tokens(std::int64_t n);
 
 // Thrown by a subcommand that ends with a specific exit code (report --check: 1 on drift).
 struct ExitCode {

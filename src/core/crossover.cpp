@@ -26,13 +26,17 @@ double asymptotic_flop_crossover_query(const MlaGeometry& g) {
 namespace {
 
 template <class PathTime>
-double solve(const MlaGeometry& g, const Workload& base, double prefix, std::int64_t batch, PathTime&& path_time) {
+double solve(const MlaGeometry& g, const Workload& base, double prefix, std::int64_t batch, PathTime&& path_time,
+             const WorkspaceBudgetFn& budget = {}) {
   Workload w = base;
   w.groups.assign(1, SequenceGroup{batch, 1, prefix});
   // f(Q) = T_expand(Q) − T_absorb(Q): positive while absorb is faster.
   auto f = [&](double q) {
     w.groups[0].query = q;
-    return (path_time(mla_path(g, w, PathKind::expand), q) - path_time(mla_path(g, w, PathKind::absorb), q)).value;
+    const double absorb = path_time(mla_path(g, w, PathKind::absorb), q).value;
+    if (!budget) return path_time(mla_path(g, w, PathKind::expand), q).value - absorb;
+    const std::optional<PathPlan> expanded = feasible_expanded(g, w, budget(w));
+    return expanded ? path_time(*expanded, q).value - absorb : INFINITY;
   };
   constexpr double kTiny = 1e-9, kMax = 1e9;
   double lo = kTiny, f_lo = f(lo);
@@ -96,8 +100,8 @@ double solve(const MlaGeometry& g, const Workload& base, double prefix, std::int
 }  // namespace
 
 double roofline_crossover_query(const ModelSpec& m, const Workload& base, double prefix, std::int64_t batch,
-                                const Roofline& rf) {
-  return solve(mla_geometry(m, base), base, prefix, batch, [&](const PathPlan& p, double) { return path_cost(p, rf).time; });
+                                const Roofline& rf, const WorkspaceBudgetFn& budget) {
+  return solve(mla_geometry(m, base), base, prefix, batch, [&](const PathPlan& p, double) { return path_cost(p, rf).time; }, budget);
 }
 
 double crossover_query(const MlaGeometry& g, const Workload& base, double prefix, std::int64_t batch,

@@ -213,6 +213,12 @@ Op split_kv_merge(const MlaGeometry& g, const Totals& t, double splits) {
   return op;
 }
 
+}  // namespace
+
+double expanded_workspace_bytes_per_key(const MlaGeometry& g) { return g.heads * (g.d_n + g.d_r + g.d_v) * g.act_bytes; }
+
+namespace {
+
 // Up-projection of `keys` cached latents to per-head K_nope and V.
 Op kv_up_proj(OpId id, const MlaGeometry& g, double keys, double weight_reads, double workspace_keys) {
   Op op;
@@ -222,7 +228,7 @@ Op kv_up_proj(OpId id, const MlaGeometry& g, double keys, double weight_reads, d
   op.cache_bytes_read = BytesF{keys * (g.cache_bytes_per_token - g.rope_cache_bytes_per_token)};
   op.bytes_read = op.cache_bytes_read + BytesF{weight_reads * g.heads * g.r * (g.d_n + g.d_v) * g.weight_bytes};
   op.bytes_written = BytesF{keys * g.heads * (g.d_n + g.d_v) * g.act_bytes};
-  op.workspace_bytes = BytesF{workspace_keys * g.heads * (g.d_n + g.d_r + g.d_v) * g.act_bytes};
+  op.workspace_bytes = BytesF{workspace_keys * expanded_workspace_bytes_per_key(g)};
   return op;
 }
 
@@ -376,10 +382,28 @@ PathPlan mla_path(const MlaGeometry& g, const Workload& w, PathKind kind) {
     // sees more than index_topk keys: the indexer then runs as in the sparse path.
     bool beyond = false;
     for (const SequenceGroup& sg : w.groups) beyond = beyond || sg.prefix + sg.query > g.index_topk;
-    if (beyond) add_indexer(p, g, t, w.projections);
+    if (beyond) {
+      add_indexer(p, g, t, w.projections);
+    } else if (w.projections) {
+      // Below index_topk nothing is masked, but the indexer's keys still go into its cache for the
+      // steps that will see more: wk over the new tokens and the cache write.
+      Op keys = gemm(OpId::indexer_proj, t.new_tokens, g.hidden, g.index_dim, g.weight_bytes, g.act_bytes);
+      keys.bytes_written += BytesF{t.new_tokens * g.indexer_bytes_per_token};
+      p.add(keys);
+    }
   }
   if (w.projections) add_o_proj(p, g, t);
   return p;
+}
+
+std::optional<PathPlan> feasible_expanded(const MlaGeometry& g, const Workload& w, std::optional<Bytes> budget) {
+  PathPlan full = mla_path(g, w, PathKind::expand);
+  if (!budget || full.workspace_bytes().value <= static_cast<double>(budget->value)) return full;
+  const double chunk = std::floor(static_cast<double>(budget->value) / expanded_workspace_bytes_per_key(g));
+  if (chunk < 1) return std::nullopt;
+  Workload c = w;
+  c.chunk = chunk;
+  return mla_path(g, c, PathKind::chunked);
 }
 
 PathPlan split_path(const ModelSpec& m, const Workload& w, const std::vector<bool>& absorbed, PathKind absorbed_kind, PathKind expanded_kind) {

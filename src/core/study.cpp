@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
 #include <sstream>
+#include <tuple>
 
 #include "mlaplan/core/crossover.hpp"
 
@@ -72,7 +75,8 @@ PathResult divided(const ModelSpec& m, const Workload& w, const std::vector<bool
 
 }  // namespace
 
-CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf, std::optional<Bytes> budget) {
+CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf, std::optional<Bytes> budget,
+                     const std::vector<EnginePolicy>& policies) {
   CostStudy s;
   s.layers = m.num_layers();
   s.workspace_budget = budget;
@@ -134,11 +138,13 @@ CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf, 
   }
 
   if (mla) {
-    for (const EnginePolicy& e : engine_policies()) {
+    for (const EnginePolicy& e : policies) {
       const EngineDispatch d = dispatch(e, m, w);
       Workload we = w;
       if (e.fold_weights) we.fold_weights = e.fold_weights;  // the engine's own copies of W_UK/W_UV
-      EngineChoice c{e.key, e.name, divided(m, we, d.absorbed, expanded, rf, budget), 0};
+      const PathKind kind = engine_expanded_kind(e, w, d.absorbed);
+      if (kind == PathKind::chunked) we.chunk = e.chunk_tokens;
+      EngineChoice c{e.key, e.name, e.engine, divided(m, we, d.absorbed, kind, rf, budget), 0};
       // An engine whose path does not fit cannot run the batch this way: no penalty, a reason.
       c.penalty = !c.path.feasible.ok() ? INFINITY : std::isfinite(min_time) ? c.path.cost.time.value / min_time - 1 : 0;
       s.engines.push_back(std::move(c));
@@ -147,10 +153,11 @@ CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf, 
   return s;
 }
 
-WorkspaceBudget workspace_budget(const ModelSpec& m, const HardwareSpec& hw, const Workload& w, double mem_util) {
+namespace {
+
+WorkspaceBudget budget_with(const ModelSpec& m, const HardwareSpec& hw, const Workload& w, double mem_util, Bytes weights) {
   const Bytes total = hw.memory_torch_total.value > 0 ? hw.memory_torch_total : hw.memory_capacity;
   const double usable = static_cast<double>(total.value) * mem_util;
-  const Bytes weights = weight_bytes_per_rank(m, default_weight_plan(m), w.par);
   Bytes kv{0};
   for (const SequenceGroup& g : w.groups) {
     const auto tokens = static_cast<std::int64_t>(std::ceil(g.prefix + g.query));
@@ -158,6 +165,25 @@ WorkspaceBudget workspace_budget(const ModelSpec& m, const HardwareSpec& hw, con
   }
   const double left = usable - static_cast<double>(weights.value) - static_cast<double>(kv.value);
   return WorkspaceBudget{Bytes{static_cast<std::int64_t>(std::max(0.0, left))}, Bytes{static_cast<std::int64_t>(std::max(0.0, -left))}};
+}
+
+}  // namespace
+
+WorkspaceBudget workspace_budget(const ModelSpec& m, const HardwareSpec& hw, const Workload& w, double mem_util) {
+  return budget_with(m, hw, w, mem_util, weight_bytes_per_rank(m, default_weight_plan(m), w.par));
+}
+
+WorkspaceBudgetFn step_workspace_budget(const ModelSpec& m, const HardwareSpec& hw, double mem_util) {
+  // The weights per layout, computed once (the solvers ask for many steps of one layout).
+  auto weights = std::make_shared<std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, Bytes>>();
+  return [&m, hw, mem_util, weights](const Workload& w) -> std::optional<Bytes> {
+    const auto key = std::tuple{w.par.tp, w.par.dp, w.par.ep};
+    auto it = weights->find(key);
+    if (it == weights->end()) it = weights->emplace(key, weight_bytes_per_rank(m, default_weight_plan(m), w.par)).first;
+    const WorkspaceBudget b = budget_with(m, hw, w, mem_util, it->second);
+    if (b.shortfall.value > 0) return std::nullopt;
+    return b.left;
+  };
 }
 
 std::int64_t sparse_crossover_tokens(const ModelSpec& m, const Workload& base, const Roofline& rf, std::int64_t max_tokens) {
@@ -205,8 +231,8 @@ CrossoverStudy crossover_study(const ModelSpec& m, const Roofline& rf, const Cro
                                        .kv = kv,
                                        .prefix = p,
                                        .flop_crossover_query = flop_crossover_query(g, p, w.causal),
-                                       .roofline_crossover_query = roofline_crossover_query(m, w, p, s.batch, rf),
-                                       .engines = engine_outcomes(m, g, w, p, s.batch, rf, s.max_query)});
+                                       .roofline_crossover_query = roofline_crossover_query(m, w, p, s.batch, rf, s.budget),
+                                       .engines = engine_outcomes(s.policies, m, g, w, p, s.batch, rf, s.max_query, s.budget)});
         if (progress) progress(++done, total);
       }
       if (m.indexer) {
@@ -435,6 +461,8 @@ ReportStudy report_study(const ReportInputs& in, const Progress& progress) {
         sweep.max_query = in.max_query;
         sweep.base.compute = in.compute;
         sweep.base.weights = attention_weight_dtype(m);
+        sweep.policies = in.policies;
+        sweep.budget = step_workspace_budget(m, g, in.mem_util);
         const std::size_t before = done;
         const CrossoverStudy cs = crossover_study(m, rf, sweep, [&](std::size_t d, std::size_t) {
           done = before + d;

@@ -38,8 +38,8 @@ void add_roofline_fields(Document& doc, const RooflineUsed& r) {
 
 }  // namespace
 
-void add_engine_columns(Table& t, bool expands_column_for_people) {
-  for (const auto& e : engine_policies()) {
+void add_engine_columns(Table& t, const std::vector<EnginePolicy>& policies, bool expands_column_for_people) {
+  for (const auto& e : policies) {
     const std::string k(e.key);
     t.columns.push_back({k + "_expands_from_query", k + " expands from Q", Unit::count, !expands_column_for_people});
     t.columns.push_back({k + "_worst_penalty", k + " worst", Unit::fraction});
@@ -456,8 +456,10 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
   }
   doc.tables.push_back(std::move(summary));
   if (!st.engines.empty()) {
-    Table eng{.name = "engines", .title = "What each engine runs for this batch (its rule over the whole batch)",
+    // Named apart from the JSON object engines.<key> the fields below build.
+    Table eng{.name = "engine_choices", .title = "What each engine runs for this batch (its rule over the whole batch)",
               .columns = {{"engine", "engine", Unit::text},
+                          {"rules", "rules of", Unit::text},
                           {"path", "path", Unit::text},
                           {"time_s", "time", Unit::seconds},
                           {"penalty", "over the fastest feasible", Unit::fraction},
@@ -467,14 +469,15 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
     for (const EngineChoice& e : st.engines) {
       const PathResult& p = e.path;
       const std::string key = "engines." + std::string(e.key) + ".";
-      for (Field fld : std::initializer_list<Field>{{key + "path", "", name(p.kind), Unit::text},
+      for (Field fld : std::initializer_list<Field>{{key + "rules_of", "", e.engine, Unit::text},
+                                                    {key + "path", "", name(p.kind), Unit::text},
                                                     {key + "time_s", "", p.cost.time.value, Unit::seconds},
                                                     {key + "penalty", "", finite_or_null(e.penalty), Unit::fraction},
                                                     {key + "feasible", "", p.feasible.ok(), Unit::text}}) {
         fld.json_only = true;
         doc.fields.push_back(fld);
       }
-      eng.rows.push_back({std::string(e.name), name(p.kind), p.cost.time.value, finite_or_null(e.penalty), p.feasible.ok(),
+      eng.rows.push_back({e.name, e.engine, name(p.kind), p.cost.time.value, finite_or_null(e.penalty), p.feasible.ok(),
                           !p.feasible.ok() ? p.feasible.reason : p.detail.empty() ? std::string("-") : p.detail});
     }
     doc.tables.push_back(std::move(eng));
@@ -512,7 +515,7 @@ Document crossover_document(const ModelSpec& m, const RooflineUsed& r, const Cro
   doc.fields.push_back({"asymptotic_flop_crossover_query", "FLOP-only Q* as P grows", finite_or_null(st.asymptotic_flop_crossover_query), Unit::decimal});
   doc.fields.push_back({"max_query", "penalties searched over Q = 1 ..", spec.max_query, Unit::count});
 
-  const auto& engines = engine_policies();
+  const auto& engines = spec.policies;
   Table rows{.name = "rows", .title = "Q*: expand is cheaper for query blocks longer than this",
              .columns = {{"prefix", "prefix P", Unit::count},
               {"tp", "TP", Unit::count},
@@ -520,7 +523,7 @@ Document crossover_document(const ModelSpec& m, const RooflineUsed& r, const Cro
               {"flop_crossover_query", "Q* FLOPs", Unit::decimal},
               {"roofline_crossover_query", "Q* roofline", Unit::decimal}},
              .rows = {}};
-  add_engine_columns(rows, false);
+  add_engine_columns(rows, engines, false);
   for (const CrossoverRow& c : st.rows) {
     std::vector<Value> row{static_cast<std::int64_t>(c.prefix), c.tp, std::string(to_string(c.kv)), finite_or_null(c.flop_crossover_query),
                            finite_or_null(c.roofline_crossover_query)};
@@ -530,9 +533,10 @@ Document crossover_document(const ModelSpec& m, const RooflineUsed& r, const Cro
   doc.tables.push_back(std::move(rows));
 
   Table rules{.name = "engines", .title = "Engine policies as modelled (penalty: worst slowdown of the engine's choice over the faster path)",
-              .columns = {{"engine", "engine", Unit::text}, {"name", "name", Unit::text}, {"rule", "rule", Unit::text}},
+              .columns = {{"engine", "engine", Unit::text}, {"name", "name", Unit::text}, {"rules_of", "rules of", Unit::text},
+                          {"backends", "backends", Unit::text}, {"rule", "rule", Unit::text}, {"source", "source", Unit::text, true}},
               .rows = {}};
-  for (const auto& e : engines) rules.rows.push_back({std::string(e.key), std::string(e.name), describe(e)});
+  for (const auto& e : engines) rules.rows.push_back({e.key, e.name, e.engine, e.backends, describe(e), e.source});
   doc.tables.push_back(std::move(rules));
 
   doc.notes = m.notes;

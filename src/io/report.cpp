@@ -127,7 +127,7 @@ Table intensity_table(const ReportStudy& st) {
   return t;
 }
 
-Table crossover_table(const std::vector<const ReportCrossoverRow*>& rows) {
+Table crossover_table(const std::vector<const ReportCrossoverRow*>& rows, const std::vector<EnginePolicy>& policies) {
   Table t{.name = "crossover", .title = "Expand/absorb crossover",
           .columns = {{"model", "model", Unit::text},
            {"gpu", "GPU", Unit::text},
@@ -137,7 +137,7 @@ Table crossover_table(const std::vector<const ReportCrossoverRow*>& rows) {
            {"flop_crossover_query", "Q* FLOPs", Unit::decimal},
            {"roofline_crossover_query", "Q* roofline", Unit::decimal}},
           .rows = {}};
-  add_engine_columns(t, true);
+  add_engine_columns(t, policies, true);
   for (const ReportCrossoverRow* x : rows) {
     const CrossoverRow& c = x->row;
     std::vector<Value> row{x->model->arg, x->gpu->name, str(c.kv), c.tp, static_cast<std::int64_t>(c.prefix),
@@ -168,19 +168,32 @@ Table roofline_ops_table(const ReportStudy& st) {
 
 // The plot of an engine threshold for `batch` equal sequences per rank: query thresholds are
 // horizontal lines (Q* axis); SGLang's prefix-sum threshold is a vertical line at threshold / batch;
-// TensorRT-LLM's packed-token rule applies to DSA models only (P + Q <= threshold / batch).
+// the DSA rules on packed or longest tokens apply to DSA models only (P + Q at threshold / batch, or
+// at threshold). Rules with no constant draw nothing.
 std::optional<svg::RefLine> threshold_line(const EnginePolicy& e, double batch, bool dsa) {
   const std::string t = humanize(e.threshold, Unit::count);
-  switch (e.axis) {
-    case ThresholdAxis::query:
+  if (dsa) {
+    const std::string d = humanize(e.dsa_threshold, Unit::count);
+    switch (e.dsa) {
+      case DsaRule::packed_tokens:
+        return svg::RefLine{.vertical = true, .value = e.dsa_threshold / batch,
+                            .label = fmt::format("{}: dense if {} x (P + Q) <= {}", e.name, humanize(batch, Unit::count), d), .label_left = false};
+      case DsaRule::max_kv:
+        if (e.dsa_threshold <= 0) break;
+        return svg::RefLine{.vertical = true, .value = e.dsa_threshold, .label = fmt::format("{}: dense if P + Q <= {}", e.name, d), .label_left = false};
+      case DsaRule::sparse:
+      case DsaRule::dense_short:
+      case DsaRule::unsupported: break;
+    }
+  }
+  switch (e.rule) {
+    case ExtendRule::query_split:
       return svg::RefLine{.vertical = false, .value = e.threshold, .label = fmt::format("{} threshold {}", e.name, t), .label_left = e.threshold > 1};
-    case ThresholdAxis::prefix_sum:
+    case ExtendRule::prefix_sum:
       return svg::RefLine{.vertical = true, .value = e.threshold / batch,
                           .label = fmt::format("{}: expand if {} x P >= {}", e.name, humanize(batch, Unit::count), t), .label_left = false};
-    case ThresholdAxis::packed_tokens:
-      if (!dsa) return std::nullopt;
-      return svg::RefLine{.vertical = true, .value = e.threshold / batch,
-                          .label = fmt::format("{}: dense if {} x (P + Q) <= {}", e.name, humanize(batch, Unit::count), t), .label_left = false};
+    case ExtendRule::no_prefix:
+    case ExtendRule::every_extend: break;
   }
   return std::nullopt;
 }
@@ -196,7 +209,7 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
     if (r.row.kv == in.kvs.front()) shown_cross.push_back(&r);
   }
   const Table kv = kv_table(st), cap = capacity_table(st), seqs = sequences_table(st), inten = intensity_table(st),
-              cross = crossover_table(all_cross), ops = roofline_ops_table(st);
+              cross = crossover_table(all_cross, in.policies), ops = roofline_ops_table(st);
   b.tables = {kv, cap, seqs, inten, cross, ops};
 
   // ---- plots (first model and GPU where one is needed) ----
@@ -257,7 +270,7 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
       if (on_plot(r, in.crossover_tps.front()) && std::isfinite(r.row.flop_crossover_query)) f.points.push_back({r.row.prefix, r.row.flop_crossover_query});
     xo.series.push_back(f);
     const bool dsa = std::any_of(in.models.begin(), in.models.end(), [](const NamedModel& l) { return l.spec.indexer.has_value(); });
-    for (const EnginePolicy& e : engine_policies())
+    for (const EnginePolicy& e : in.policies)
       if (const auto line = threshold_line(e, static_cast<double>(in.batch), dsa)) xo.refs.push_back(*line);
   }
 
@@ -383,10 +396,10 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
                       "Shown for the {} cache; `crossover.csv` has every dtype and the query length of each worst case.\n\n",
                       in.batch, in.max_query, spec.kv_dtypes.front());
     std::vector<std::string> shown{"model", "gpu", "tp", "prefix", "flop_crossover_query", "roofline_crossover_query"};
-    for (const auto& e : engine_policies()) shown.push_back(std::string(e.key) + "_worst_penalty");
-    md += md_table(crossover_table(shown_cross), {"model", "gpu", "kv_dtype", "tp", "prefix"}, shown);
+    for (const auto& e : in.policies) shown.push_back(e.key + "_worst_penalty");
+    md += md_table(crossover_table(shown_cross, in.policies), {"model", "gpu", "kv_dtype", "tp", "prefix"}, shown);
     md += "\n![Crossover against prefix](crossover.svg)\n\nEngine rules as modelled:\n\n";
-    for (const auto& e : engine_policies()) md += fmt::format("- `{}` ({}): {}\n", e.key, e.name, describe(e));
+    for (const auto& e : in.policies) md += fmt::format("- `{}` ({}, {}; backends {}): {}\n", e.key, e.name, e.engine, e.backends, describe(e));
     md += "\n";
   }
   md += "## Assumptions and sources\n\n";

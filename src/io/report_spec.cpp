@@ -186,6 +186,12 @@ ReportInputs resolve_report(const ReportSpec& spec) {
     in.engine = load_engine(spec.engine, "engine");
     if (spec.mem_util_set) in.engine_settings.mem_util = spec.mem_util;
     if (spec.block_size_set) in.engine_settings.block_size = spec.block_size;
+    // The engine's own dispatch rules at its version (none where it had no absorbed path to choose).
+    if (const auto d = dispatch_for(*in.engine)) in.policies = d->policies;
+    for (const NamedModel& l : in.models)
+      if (const std::string problem = dispatch_problem(in.policies, l.spec); !problem.empty()) fail_key("spec", "engine", spec.engine, problem);
+  } else {
+    in.policies = default_policies();
   }
   in.max_query = spec.max_query;
   in.roofline_step = spec.roofline_step;

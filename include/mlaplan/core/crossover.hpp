@@ -3,6 +3,7 @@
 // which expanding the cache becomes cheaper than absorbing the up-projections, for a prefix P.
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include "mlaplan/core/paths.hpp"
 #include "mlaplan/core/roofline.hpp"
@@ -24,8 +25,11 @@ double asymptotic_flop_crossover_query(const MlaGeometry& g);
 // prefix P, bracketed from the FLOP-only root and solved by safeguarded regula falsi to 1e-10
 // relative. 0 when expand is already no
 // slower as Q → 0; +inf when absorb stays faster up to 1e9 query tokens.
+// With `budget` (the workspace one op may use for a step), the expanded side is the fastest plan that
+// fits (expand, else chunked at the largest chunk that fits; never when not even that fits).
+using WorkspaceBudgetFn = std::function<std::optional<Bytes>(const Workload&)>;
 double roofline_crossover_query(const ModelSpec& m, const Workload& base, double prefix, std::int64_t batch,
-                                const Roofline& rf);
+                                const Roofline& rf, const WorkspaceBudgetFn& budget = {});
 
 inline constexpr double kNoCrossover = std::numeric_limits<double>::infinity();
 

@@ -87,7 +87,10 @@ struct Workload {
   // (vLLM and SGLang dequantize them to bf16); none: the checkpoint's, as `weights`.
   std::optional<WeightDtype> fold_weights;
   Parallelism par;                   // TP splits query heads; DP attention splits the batch
-  double chunk = 4096;               // chunked expand: prefix tokens per chunk
+  double chunk = 4096;               // chunked expand: keys of the batch expanded per chunk
+  // Speculative decoding with this many draft tokens: a request with Q <= 1 + spec_tokens after a
+  // prefix is a verification step, which engines run as decode.
+  std::int64_t spec_tokens = 0;
   std::int64_t kv_splits = 1;        // absorbed decode: split-KV partitions merged by log-sum-exp
   bool projections = false;          // scope: layer (true) or attention core (false)
 };
@@ -131,6 +134,12 @@ PathPlan mla_path(const MlaGeometry& g, const Workload& w, PathKind kind);
 // (absorb, or sparse for DSA), the others `expanded_kind` (expand or chunked); the layer's
 // projections, when in scope, are counted once for the whole batch.
 PathPlan split_path(const ModelSpec& m, const Workload& w, const std::vector<bool>& absorbed, PathKind absorbed_kind, PathKind expanded_kind);
+
+// Transient bytes per expanded key: its per-head K (d_n + d_r) and V (d_v) in the activation dtype.
+double expanded_workspace_bytes_per_key(const MlaGeometry& g);
+// The expanded plan whose workspace fits `budget` (none: any): expand when it fits, else chunked
+// with the largest chunk that fits; nullopt when not even one key per chunk does.
+std::optional<PathPlan> feasible_expanded(const MlaGeometry& g, const Workload& w, std::optional<Bytes> budget);
 
 // Ordinary attention for MHA/GQA/MQA models, one layer kind (window 0 = full attention).
 PathPlan standard_path(const ModelSpec& m, const Workload& w, std::int64_t window = 0);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mlaplan/core/capacity.hpp"
+#include "mlaplan/core/crossover.hpp"
 #include "mlaplan/core/engine_memory.hpp"
 #include "mlaplan/core/engines.hpp"
 #include "mlaplan/core/feasibility.hpp"
@@ -47,7 +48,7 @@ struct PathResult {
 
 // What an engine runs for the workload (its rule over the whole batch) and what it costs.
 struct EngineChoice {
-  std::string_view key, name;
+  std::string key, name, engine;  // the policy's key and name, and the engine profile it comes from
   PathResult path;      // absorb, expand, chunked, sparse, or split
   double penalty = 0;   // its time over the fastest feasible path's, − 1 (+inf when its own path does not fit)
 };
@@ -69,7 +70,10 @@ struct CostStudy {
 // comparisons (cheaper_by_*, the engines' penalties) are among feasible paths only. For an MLA
 // model and a batch of several shapes, `split` is the best division of the batch by query length
 // between the absorbed and the expanded kernels.
-CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf, std::optional<Bytes> workspace_budget = std::nullopt);
+// Each engine policy runs its own division of the batch (dispatch) with its own expanded path
+// (chunked past its chunk_tokens) and fold dtype.
+CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf, std::optional<Bytes> workspace_budget = std::nullopt,
+                     const std::vector<EnginePolicy>& policies = {});
 
 // The memory one op's workspace may use on a rank: the memory torch sees (or the datasheet's) ×
 // mem_util − the weights on the rank − the KV cache of the workload's sequences on the rank; and
@@ -79,6 +83,9 @@ struct WorkspaceBudget {
   Bytes shortfall{0};
 };
 WorkspaceBudget workspace_budget(const ModelSpec& m, const HardwareSpec& hw, const Workload& w, double mem_util);
+// The same as a function of the step, for the crossover's solvers: none (paths compared regardless)
+// where weights and KV alone exceed the memory. `m` must outlive the function.
+WorkspaceBudgetFn step_workspace_budget(const ModelSpec& m, const HardwareSpec& hw, double mem_util);
 
 // ---- crossover: Q* against prefix, TP and cache dtype, beside the engines' rules ----
 
@@ -88,7 +95,7 @@ struct CrossoverRow {
   double prefix = 0;
   double flop_crossover_query = 0;      // +inf: absorb always cheaper
   double roofline_crossover_query = 0;  // +inf: absorb faster up to 1e9 query tokens
-  std::array<EngineOutcome, 5> engines{};  // in engine_policies() order
+  std::vector<EngineOutcome> engines;  // in the sweep's policies' order
 };
 
 struct CrossoverSweepSpec {
@@ -98,6 +105,10 @@ struct CrossoverSweepSpec {
   std::int64_t batch = 1;
   std::int64_t max_query = 4096;
   Workload base;  // causal, dtypes, DP (base.par.dp); TP and kv are set per row
+  std::vector<EnginePolicy> policies;  // the engines' rules judged beside Q*
+  // The workspace one op may use for a step (none: unbounded); Q* and the penalties then compare
+  // feasible paths only.
+  WorkspaceBudgetFn budget;
 };
 
 // DSA models: the prompt length (no prefix, `batch` prompts) from which the sparse path is faster
@@ -245,6 +256,7 @@ struct ReportInputs {
   // passed on only when the spec sets them); none: the plain model above.
   std::optional<EngineProfile> engine;
   EngineSettings engine_settings;
+  std::vector<EnginePolicy> policies;  // the dispatch rules judged beside the crossover
 };
 
 struct KvRow {

@@ -22,9 +22,9 @@ struct RooflineUsed {
 // "64 x 1 tokens after 8191, 2 x 2048 tokens after 0"
 std::string describe(const Workload& w);
 
-// The engines' columns of a crossover table, three per policy in engine_policies() order (the first
+// The engines' columns of a crossover table, three per policy in the given order (the first
 // query each expands at, its worst penalty, and where), and one row's cells for them.
-void add_engine_columns(Table& t, bool expands_column_for_people);
+void add_engine_columns(Table& t, const std::vector<EnginePolicy>& policies, bool expands_column_for_people);
 void add_engine_cells(std::vector<Value>& row, const CrossoverRow& c);
 
 Document models_document();  // the bundled models with their key figures
