@@ -19,6 +19,7 @@
 #include "harness.hpp"
 #include "helpers.hpp"
 #include "kernels_cpu.hpp"
+#include "mlaplan/io/error.hpp"
 #include "mlaplan/io/hardware_json.hpp"
 #include "mlaplan/io/registry.hpp"
 #include "mlaplan/io/table.hpp"
@@ -248,7 +249,7 @@ TEST_CASE("Every CPU kernel agrees with its float64 reference", "[validate]") {
 
 TEST_CASE("Published H800 timings are predicted on held-out rows", "[validate]") {
   const auto dir = fs::path(MLAPLAN_TEST_SOURCE_DIR) / "validate" / "published" / "h800";
-  const AgainstRun r = validate_against(dir, load_gpu("h800"));
+  const AgainstRun r = validate_against(dir, load_gpu("h800"), load_model("deepseek-v3"));
   std::string errors;
   for (const auto& [name, text] : r.files)
     if (name == "errors.csv") errors = text;
@@ -260,7 +261,7 @@ TEST_CASE("Published H800 timings are predicted on held-out rows", "[validate]")
     CHECK(fitted < 0.10);  // held-out median error of the mechanism model
     CHECK(fitted < sol);   // better than speed of light, which misses launch costs and efficiency
   }
-  CHECK_THROWS_WITH(validate_against("/nonexistent", load_gpu("h800")), "/nonexistent/h800-mla-absorbed-decode.csv: cannot be read");
+  CHECK_THROWS_WITH(validate_against("/nonexistent", load_gpu("h800"), load_model("deepseek-v3")), "/nonexistent: is not a folder");
 }
 
 TEST_CASE("mlaplan-validate's command line refuses bad flags in one line", "[validate][cli]") {
@@ -288,4 +289,89 @@ TEST_CASE("mlaplan validate runs mlaplan-validate from beside it, or says it is 
   CHECK(alone.err == "mlaplan: validate: needs the validation executable " + (dir / "mlaplan-validate").string() +
                          ", which is missing (build the mlaplan-validate target)\n");
   fs::remove_all(dir);
+}
+
+namespace {
+
+// A scratch folder removed at the end of the test.
+struct Scratch {
+  fs::path dir;
+  explicit Scratch(const std::string& name) : dir(fs::temp_directory_path() / ("mlaplan-test-" + name + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~Scratch() { fs::remove_all(dir); }
+  void write(const std::string& rel, const std::string& text) const {
+    fs::create_directories((dir / rel).parent_path());
+    std::ofstream(dir / rel) << text;
+  }
+};
+
+std::string against_error(const fs::path& dir) {
+  try {
+    (void)validate_against(dir, load_gpu("h800"), load_model("deepseek-v3"));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST_CASE("--against reads any CSV names with the kernel columns and refuses bad rows in one line", "[validate][hostile]") {
+  Scratch s("against");
+  const std::string f = (s.dir / "t.csv").string();
+  s.write("t.csv", "kernel,batch,kv_len,latency_us,source\nabsorbed_decode,4,4096,30.5,paper\nexpanded_prefill,1,,100,x\n");
+  CHECK(against_error(s.dir) == f + ": key 'seq_len' = (absent): row 2 needs the column");
+  s.write("t.csv", "kernel,batch,kv_len,latency_us\nabsorbed_decod,4,4096,30.5\n");
+  CHECK(against_error(s.dir) == f + ": key 'kernel' = absorbed_decod: row 1: expected absorbed_decode or expanded_prefill");
+  s.write("t.csv", "kernel,batch,kv_len,latency_us\nabsorbed_decode,4,4096,-1\n");
+  CHECK(against_error(s.dir) == f + ": key 'latency_us' = -1: row 1: expected a positive number");
+  s.write("t.csv", "kernel,batch,kv_len,latency_us\nabsorbed_decode,4.5,4096,3\n");
+  CHECK(against_error(s.dir) == f + ": key 'batch' = 4.5: row 1: expected a whole number");
+  s.write("t.csv", "kernel,batch,kv_len,latency_us,kv_dtype\nabsorbed_decode,4,4096,3,fp4\n");
+  CHECK(against_error(s.dir) == f + ": key 'kv_dtype' = fp4: row 1: expected bf16 or fp8");
+  s.write("t.csv", "kernel,batch,seq_len,latency_us,query\nexpanded_prefill,1,4096,3,100\n");
+  CHECK(against_error(s.dir) == f + ": key 'query' = 100: row 1: a prefill row has no prefix (query = seq_len)");
+  s.write("t.csv", "kernel,batch,kv_len,latency_us,query\nabsorbed_decode,1,4,3,5\n");
+  CHECK(against_error(s.dir) == f + ": key 'query' = 5: row 1: more new tokens than kv_len");
+  fs::remove(s.dir / "t.csv");
+  CHECK(against_error(s.dir) == s.dir.string() + ": holds no .csv files");
+  // Accepted: any file name, extra columns named in the report as not read.
+  s.write("whatever.csv", "kernel,batch,kv_len,latency_us,source\nabsorbed_decode,4,4096,30.5,paper\nabsorbed_decode,8,4096,40.5,paper\n");
+  const AgainstRun r = validate_against(s.dir, load_gpu("h100"), load_model("deepseek-v3"));
+  CHECK(r.summary.rfind("GPU H100 SXM5 80GB\n", 0) == 0);
+  for (const auto& [name, text] : r.files)
+    if (name == "report.md") CHECK(text.find("Columns not read (kept as the sources' own): source.") != std::string::npos);
+}
+
+TEST_CASE("--transfer: every GPU predicted from the others, never fitted on H20 or H200", "[validate]") {
+  Scratch s("transfer");
+  const fs::path h800 = fs::path(MLAPLAN_TEST_SOURCE_DIR) / "validate" / "published" / "h800";
+  for (const char* gpu : {"h800", "h20"})
+    for (const auto& e : fs::directory_iterator(h800))
+      if (e.path().extension() == ".csv") {
+        fs::create_directories(s.dir / gpu);
+        fs::copy_file(e.path(), s.dir / gpu / e.path().filename());
+      }
+  s.write("notes/x.csv", "a\n1\n");
+  const AgainstRun r = validate_transfer(s.dir, load_model("deepseek-v3"));
+  std::string report, transfer, fits;
+  for (const auto& [name, text] : r.files) {
+    if (name == "report.md") report = text;
+    if (name == "transfer.csv") transfer = text;
+    if (name == "fits.csv") fits = text;
+  }
+  CHECK(report.find("Folders not named as a GPU, not read: notes.") != std::string::npos);
+  // Both GPUs are judged; only H800 rows train (H20's own left-out fit comes from H800 alone).
+  const auto rows = parse_csv(transfer);
+  REQUIRE(rows.size() == 1 + 2 * 2);  // header, two GPUs x two kernels
+  for (std::size_t i = 1; i < rows.size(); ++i) CHECK((rows[i][5].empty()) == (rows[i][0] == "H800 SXM5 80GB"));  // nothing to fit H800 on
+  const auto fit_rows = parse_csv(fits);
+  for (std::size_t i = 1; i < fit_rows.size(); ++i) {
+    INFO(fit_rows[i][0]);
+    CHECK(fit_rows[i][0].find("H20 ") != 0);
+    CHECK(fit_rows[i][0].rfind("H800 SXM5 80GB (for H20", 0) == 0);
+  }
+  CHECK_THROWS_WITH(validate_transfer(s.dir / "h800", load_model("deepseek-v3")), (s.dir / "h800").string() + ": needs folders of timings for at least two GPUs");
 }

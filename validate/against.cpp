@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <fstream>
+#include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -16,6 +18,7 @@
 #include "mlaplan/core/paths.hpp"
 #include "mlaplan/core/roofline.hpp"
 #include "mlaplan/io/error.hpp"
+#include "mlaplan/io/registry.hpp"
 #include "mlaplan/io/svg.hpp"
 #include "mlaplan/io/table.hpp"
 
@@ -25,67 +28,58 @@ namespace fs = std::filesystem;
 
 namespace {
 
+constexpr const char* kDecode = "absorbed_decode";
+constexpr const char* kPrefill = "expanded_prefill";
+
 struct Row {
-  std::string kernel;  // "absorbed_decode" or "expanded_prefill"
-  OpId op = OpId::latent_attention_mqa;  // the cost model's op the kernel runs
-  int batch = 1, kv_len = 0;
+  std::string gpu_key, file;
+  const HardwareSpec* gpu = nullptr;
+  std::string kernel;
+  double batch = 1, len = 0, heads = 0, query = 1;
+  std::string kv_dtype = "bf16";
   double measured_s = 0;
-  double flops = 0, bytes = 0, units = 1, longest_flops = 0;
-  double sol_s = 0, fit_s = 0;
+  double flops = 0, bytes = 0, units = 1, longest_flops = 0, peak = 0;
+  double sol_s = 0, fit_s = NAN, logo_s = NAN, lookup_s = NAN;
   bool train = false;
 };
 
-std::vector<std::map<std::string, std::string>> read_csv(const fs::path& p) {
+struct Table2 {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+};
+
+Table2 read_csv(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   if (!in) fail(p.string(), "cannot be read");
   std::stringstream ss;
   ss << in.rdbuf();
-  const auto rows = parse_csv(ss.str());
+  auto rows = parse_csv(ss.str());
   if (rows.empty()) fail(p.string(), "is empty");
-  std::vector<std::map<std::string, std::string>> out;
-  for (std::size_t r = 1; r < rows.size(); ++r) {
-    std::map<std::string, std::string> m;
-    for (std::size_t c = 0; c < rows[0].size() && c < rows[r].size(); ++c) m[rows[0][c]] = rows[r][c];
-    out.push_back(std::move(m));
-  }
-  return out;
-}
-
-double number(const fs::path& file, std::size_t row, const std::map<std::string, std::string>& m, const std::string& key) {
-  const auto it = m.find(key);
-  if (it == m.end()) fail_key(file.string(), key, "(absent)", fmt::format("row {} lacks the column", row + 1));
-  char* end = nullptr;
-  const double v = std::strtod(it->second.c_str(), &end);
-  if (it->second.empty() || *end != '\0' || !std::isfinite(v) || v <= 0)
-    fail_key(file.string(), key, it->second, fmt::format("row {}: expected a positive number", row + 1));
-  return v;
-}
-
-ModelSpec deepseek_attention() {
-  ModelSpec m;
-  m.name = "DeepSeek-V3 attention";
-  m.attention = AttentionKind::mla;
-  m.hidden = 7168;
-  m.heads = m.kv_heads = 128;
-  m.mla = MlaDims{.kv_lora_rank = 512, .qk_rope_head_dim = 64, .qk_nope_head_dim = 128, .v_head_dim = 128, .q_lora_rank = 1536};
-  m.layers.resize(1);
-  return m;
+  Table2 t;
+  t.header = rows.front();
+  t.rows.assign(rows.begin() + 1, rows.end());
+  return t;
 }
 
 double waves(double units, double sms) { return units / (std::ceil(units / sms) * sms); }
 
-double model_time(const Row& r, const GpuKernelFit& f, const HardwareSpec& gpu) {
-  const double peak = gpu.peak_flops(DType::bf16)->value, sms = static_cast<double>(std::max<std::int64_t>(1, gpu.sm_count));
+double model_time(const Row& r, const GpuKernelFit& f) {
+  const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
   const double w = waves(r.units, sms);
-  double t = std::max(r.flops / (peak * f.eta_compute * w), r.bytes / (gpu.memory_bandwidth.value * f.eta_memory * w));
-  t = std::max(t, r.longest_flops / (peak / sms * f.eta_compute));
+  double t = std::max(r.flops / (r.peak * f.eta_compute * w), r.bytes / (r.gpu->memory_bandwidth.value * f.eta_memory * w));
+  t = std::max(t, r.longest_flops / (r.peak / sms * f.eta_compute));
   return f.t_fixed_s + t;
 }
 
-GpuKernelFit fit(const std::string& kernel, const std::vector<Row>& rows, const HardwareSpec& gpu) {
-  std::vector<const Row*> train;
-  for (const Row& r : rows)
-    if (r.kernel == kernel && r.train) train.push_back(&r);
+// Fits one kernel family on `train` (every k-th row when there are more than 600, so that a fit
+// takes seconds whatever the table's size).
+GpuKernelFit fit(const std::string& kernel, std::vector<const Row*> train) {
+  if (train.size() > 600) {
+    std::vector<const Row*> kept;
+    const double step = static_cast<double>(train.size()) / 600.0;
+    for (double i = 0; i < static_cast<double>(train.size()); i += step) kept.push_back(train[static_cast<std::size_t>(i)]);
+    train = std::move(kept);
+  }
   std::vector<double> t0s = geometric_axis(1e-7, 1e-3, 60);  // 0, then 0.12 µs .. 1 ms
   t0s[0] = 0;
   const std::vector<double> etas = geometric_axis(0.05, 1, 50);
@@ -97,123 +91,327 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<Row>& rows, const 
       [&](const std::vector<double>& p) {
         const GpuKernelFit f = model(p);
         double loss = 0;
-        for (const Row* r : train) loss += log_error_sq(Seconds{model_time(*r, f, gpu)}, Seconds{r->measured_s});
+        for (const Row* r : train) loss += log_error_sq(Seconds{model_time(*r, f)}, Seconds{r->measured_s});
         return loss;
       },
       2));
 }
 
-// The op of the absorbed (decode) or expanded (prefill) path a published row timed.
-const Op& op_of(const PathPlan& plan, OpId id) {
-  const Op* op = plan.find(id);
-  if (!op) throw std::logic_error(fmt::format("--against: the {} path has no {}", to_string(plan.kind), to_string(id)));
-  return *op;
+// The attention op of the absorbed (decode) or expanded (prefill) path a published row timed.
+double field(const Table2& t, const std::vector<std::string>& row, std::size_t i, const std::string& file, const std::string& col,
+             std::optional<double> fallback) {
+  const auto it = std::find(t.header.begin(), t.header.end(), col);
+  if (it == t.header.end() || static_cast<std::size_t>(it - t.header.begin()) >= row.size() || row[static_cast<std::size_t>(it - t.header.begin())].empty()) {
+    if (fallback) return *fallback;
+    fail_key(file, col, "(absent)", fmt::format("row {} needs the column", i + 1));
+  }
+  const std::string& s = row[static_cast<std::size_t>(it - t.header.begin())];
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (*end != '\0' || !std::isfinite(v) || v <= 0 || v > 1e12) fail_key(file, col, s, fmt::format("row {}: expected a positive number", i + 1));
+  return v;
+}
+
+std::string text_field(const Table2& t, const std::vector<std::string>& row, const std::string& col, const std::string& fallback) {
+  const auto it = std::find(t.header.begin(), t.header.end(), col);
+  if (it == t.header.end()) return fallback;
+  const auto c = static_cast<std::size_t>(it - t.header.begin());
+  return c < row.size() && !row[c].empty() ? row[c] : fallback;
+}
+
+// Every row of every CSV in `dir`, with its ops costed on `gpu`. Columns not read are collected.
+std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, const HardwareSpec& gpu, const ModelSpec& m,
+                             std::set<std::string>& unread) {
+  if (!gpu.peak_flops(DType::bf16)) fail(gpu.source, "has no bf16 peak");
+  if (!m.is_mla()) fail(m.name, "is not an MLA model: --against times MLA kernels");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) fail(dir.string(), "is not a folder");
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file() && e.path().extension() == ".csv") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) fail(dir.string(), "holds no .csv files");
+  const std::set<std::string> known{"kernel", "batch", "kv_len", "seq_len", "latency_us", "heads", "query", "kv_dtype"};
+  std::vector<Row> rows;
+  for (const fs::path& p : files) {
+    const std::string file = p.string();
+    const Table2 t = read_csv(p);
+    for (const std::string& h : t.header)
+      if (!known.count(h)) unread.insert(h);
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+      const auto& cells = t.rows[i];
+      Row r;
+      r.gpu_key = gpu_key, r.file = p.filename().string(), r.gpu = &gpu;
+      r.kernel = text_field(t, cells, "kernel", "");
+      if (r.kernel != kDecode && r.kernel != kPrefill)
+        fail_key(file, "kernel", r.kernel.empty() ? "(absent)" : r.kernel, fmt::format("row {}: expected absorbed_decode or expanded_prefill", i + 1));
+      const bool decode = r.kernel == kDecode;
+      r.batch = field(t, cells, i, file, "batch", std::nullopt);
+      r.len = field(t, cells, i, file, decode ? "kv_len" : "seq_len", std::nullopt);
+      r.heads = field(t, cells, i, file, "heads", static_cast<double>(m.heads));
+      r.query = field(t, cells, i, file, "query", decode ? 1.0 : r.len);
+      r.kv_dtype = text_field(t, cells, "kv_dtype", "bf16");
+      if (r.kv_dtype != "bf16" && r.kv_dtype != "fp8") fail_key(file, "kv_dtype", r.kv_dtype, fmt::format("row {}: expected bf16 or fp8", i + 1));
+      r.measured_s = field(t, cells, i, file, "latency_us", std::nullopt) * 1e-6;
+      for (auto [col, v] : {std::pair{"batch", r.batch}, std::pair{"heads", r.heads}})
+        if (v != std::floor(v)) fail_key(file, col, fmt::format("{}", v), fmt::format("row {}: expected a whole number", i + 1));
+      if (decode && r.query > r.len) fail_key(file, "query", fmt::format("{}", r.query), fmt::format("row {}: more new tokens than kv_len", i + 1));
+      if (!decode && r.query != r.len)
+        fail_key(file, "query", fmt::format("{}", r.query), fmt::format("row {}: a prefill row has no prefix (query = seq_len)", i + 1));
+      ModelSpec mm = m;
+      mm.heads = mm.kv_heads = static_cast<std::int64_t>(r.heads);
+      mm.layers.resize(1);
+      Workload w;
+      w.kv = r.kv_dtype == "fp8" ? KvDtype::fp8 : KvDtype::bf16;
+      w.groups = {SequenceGroup{static_cast<std::int64_t>(r.batch), r.query, decode ? r.len - r.query : 0}};
+      const PathPlan plan = mla_path(mm, w, decode ? PathKind::absorb : PathKind::expand);
+      const Op* op = plan.find(decode ? OpId::latent_attention_mqa : OpId::attention_mha);
+      if (!op) throw std::logic_error("--against: the path lacks its attention op");
+      // An fp8 prefill runs the fp8 attention kernel: the fp8 peak where the GPU has one.
+      const bool fp8_compute = !decode && r.kv_dtype == "fp8" && gpu.peak_flops(DType::fp8);
+      r.peak = gpu.peak_flops(fp8_compute ? DType::fp8 : DType::bf16)->value;
+      r.flops = op->flops.value, r.bytes = op->bytes().value;
+      r.sol_s = std::max(r.flops / r.peak, r.bytes / gpu.memory_bandwidth.value);
+      const double d_qk = static_cast<double>(m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim), d_v = static_cast<double>(m.mla->v_head_dim);
+      if (decode) {
+        // The kernel computes whole tiles of 64 heads: fewer heads still cost a tile's FLOPs.
+        r.flops *= std::ceil(r.heads / 64) * 64 / r.heads;
+        r.units = r.batch * std::ceil(r.heads / 64) * std::ceil(r.len / 256.0);
+      } else {
+        r.units = r.batch * std::ceil(r.len / 128.0) * r.heads;
+        r.longest_flops = 128.0 * r.len * 2 * (d_qk + d_v);  // the last query tile sees every key
+      }
+      rows.push_back(std::move(r));
+    }
+  }
+  return rows;
+}
+
+// Even rows of each kernel train, odd rows test (in file order).
+void split_even_odd(std::vector<Row>& rows) {
+  std::map<std::string, int> seen;
+  for (Row& r : rows) r.train = seen[r.kernel]++ % 2 == 0;
+}
+
+std::vector<const Row*> select(const std::vector<Row>& rows, const std::string& kernel, bool (*keep)(const Row&)) {
+  std::vector<const Row*> out;
+  for (const Row& r : rows)
+    if (r.kernel == kernel && keep(r)) out.push_back(&r);
+  return out;
+}
+
+double ape_of(double predicted, double measured) { return std::fabs(predicted - measured) / measured; }
+
+// Errors of the rows that have the prediction (a GPU left out with no other GPU to fit on has none).
+std::vector<double> errors(const std::vector<const Row*>& rows, double Row::*predicted) {
+  std::vector<double> e;
+  for (const Row* r : rows)
+    if (std::isfinite(r->*predicted)) e.push_back(ape_of(r->*predicted, r->measured_s));
+  return e;
+}
+
+Value stat_or_null(const ErrorStats& s, double ErrorStats::*field) { return s.n > 0 ? Value{s.*field} : Value{}; }
+
+Table fit_table(const std::string& title, const std::vector<std::pair<std::string, GpuKernelFit>>& fits) {
+  Table ft{.name = "fit", .title = title,
+           .columns = {{"fitted_on", "fitted on", Unit::text}, {"kernel", "kernel", Unit::text}, {"t_fixed_s", "fixed cost", Unit::seconds},
+            {"eta_compute", "η compute", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction}, {"train_rows", "rows", Unit::count}},
+           .rows = {}};
+  for (const auto& [on, f] : fits) ft.rows.push_back({on, f.kernel, f.t_fixed_s, f.eta_compute, f.eta_memory, std::int64_t{f.train_rows}});
+  return ft;
+}
+
+std::string unread_note(const std::set<std::string>& unread) {
+  if (unread.empty()) return {};
+  std::string s;
+  for (const std::string& c : unread) s += (s.empty() ? "" : ", ") + c;
+  return fmt::format("Columns not read (kept as the sources' own): {}.\n\n", s);
 }
 
 }  // namespace
 
-AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu) {
-  if (!gpu.peak_flops(DType::bf16)) fail(gpu.source, "has no bf16 peak");
-  const ModelSpec m = deepseek_attention();
-  const Roofline rf = roofline_for(gpu, DType::bf16, Efficiency{});
-  std::vector<Row> rows;
-
-  const fs::path decode = dir / "h800-mla-absorbed-decode.csv", prefill = dir / "h800-mla-expanded-prefill-attention.csv";
-  const auto d = read_csv(decode);
-  for (std::size_t i = 0; i < d.size(); ++i) {
-    Row r;
-    r.kernel = "absorbed_decode";
-    r.batch = static_cast<int>(number(decode, i, d[i], "batch_size"));
-    r.kv_len = static_cast<int>(number(decode, i, d[i], "kv_len"));
-    r.measured_s = number(decode, i, d[i], "latency_us") * 1e-6;
-    Workload w;
-    w.groups = {SequenceGroup{r.batch, 1, static_cast<double>(r.kv_len - 1)}};
-    const PathPlan plan = mla_path(m, w, PathKind::absorb);
-    const Op& op = op_of(plan, r.op);
-    r.flops = op.flops.value, r.bytes = op.bytes().value, r.sol_s = op_time(op, rf).time.value;
-    r.units = r.batch * std::ceil(128.0 / 64) * std::ceil(r.kv_len / 256.0);
-    r.train = i % 2 == 0;
-    rows.push_back(r);
-  }
-  const auto p = read_csv(prefill);
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    Row r;
-    r.kernel = "expanded_prefill";
-    r.op = OpId::attention_mha;
-    r.kv_len = static_cast<int>(number(prefill, i, p[i], "seq_len"));
-    r.measured_s = number(prefill, i, p[i], "latency_us") * 1e-6;
-    Workload w;
-    w.groups = {SequenceGroup{1, static_cast<double>(r.kv_len), 0}};
-    const PathPlan plan = mla_path(m, w, PathKind::expand);
-    const Op& op = op_of(plan, r.op);
-    r.flops = op.flops.value, r.bytes = op.bytes().value, r.sol_s = op_time(op, rf).time.value;
-    r.units = std::ceil(r.kv_len / 128.0) * 128;
-    r.longest_flops = 128.0 * r.kv_len * 2 * (128 + 64 + 128);  // the last query tile sees every key
-    r.train = i % 2 == 0;
-    rows.push_back(r);
+AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const ModelSpec& m) {
+  std::set<std::string> unread;
+  std::vector<Row> rows = read_folder(dir, gpu.name, gpu, m, unread);
+  split_even_odd(rows);
+  std::vector<GpuKernelFit> fits;
+  for (const char* k : {kDecode, kPrefill}) {
+    const auto train = select(rows, k, [](const Row& r) { return r.train; });
+    if (train.empty()) continue;
+    fits.push_back(fit(k, train));
+    for (Row& r : rows)
+      if (r.kernel == k) r.fit_s = model_time(r, fits.back());
   }
 
-  std::vector<GpuKernelFit> fits{fit("absorbed_decode", rows, gpu), fit("expanded_prefill", rows, gpu)};
-  for (Row& r : rows) r.fit_s = model_time(r, r.kernel == fits[0].kernel ? fits[0] : fits[1], gpu);
-
-  Table t{.name = "against", .title = "Published H800 timings, predicted",
-          .columns = {{"kernel", "kernel", Unit::text}, {"batch", "batch", Unit::count}, {"kv_len", "kv/seq len", Unit::count},
-           {"measured_s", "measured", Unit::seconds}, {"predicted_sol_s", "SOL", Unit::seconds}, {"predicted_fit_s", "fitted", Unit::seconds},
-           {"sol_ape", "SOL error", Unit::fraction}, {"fit_ape", "fitted error", Unit::fraction}, {"split", "split", Unit::text}},
+  Table t{.name = "against", .title = fmt::format("Published timings on {}, predicted", gpu.name),
+          .columns = {{"file", "file", Unit::text}, {"kernel", "kernel", Unit::text}, {"batch", "batch", Unit::count}, {"len", "kv/seq len", Unit::count},
+           {"heads", "heads", Unit::count}, {"kv_dtype", "KV", Unit::text}, {"measured_s", "measured", Unit::seconds},
+           {"predicted_sol_s", "SOL", Unit::seconds}, {"predicted_fit_s", "fitted", Unit::seconds}, {"sol_ape", "SOL error", Unit::fraction},
+           {"fit_ape", "fitted error", Unit::fraction}, {"split", "split", Unit::text}},
           .rows = {}};
-  std::map<std::string, std::vector<double>> e_sol, e_fit;
-  for (const Row& r : rows) {
-    const double es = std::fabs(r.sol_s - r.measured_s) / r.measured_s, ef = std::fabs(r.fit_s - r.measured_s) / r.measured_s;
-    t.rows.push_back({r.kernel, std::int64_t{r.batch}, std::int64_t{r.kv_len}, r.measured_s, r.sol_s, r.fit_s, es, ef,
-                      std::string(r.train ? "train" : "test")});
-    if (!r.train) e_sol[r.kernel].push_back(es), e_fit[r.kernel].push_back(ef);
-  }
-  Table err{.name = "errors", .title = "Held-out error (odd rows)",
-            .columns = {{"kernel", "kernel", Unit::text}, {"points", "points", Unit::count}, {"sol_median_ape", "SOL median", Unit::fraction},
-             {"sol_p90_ape", "SOL p90", Unit::fraction}, {"fit_median_ape", "fitted median", Unit::fraction}, {"fit_p90_ape", "fitted p90", Unit::fraction}},
+  for (const Row& r : rows)
+    t.rows.push_back({r.file, r.kernel, static_cast<std::int64_t>(r.batch), static_cast<std::int64_t>(r.len), static_cast<std::int64_t>(r.heads), r.kv_dtype,
+                      r.measured_s, r.sol_s, r.fit_s, ape_of(r.sol_s, r.measured_s), ape_of(r.fit_s, r.measured_s), std::string(r.train ? "train" : "test")});
+  Table err{.name = "errors", .title = "Error on every row (speed of light, what cost gives today) and on the held-out odd rows (refit)",
+            .columns = {{"kernel", "kernel", Unit::text}, {"points", "rows", Unit::count}, {"sol_median_ape", "SOL median", Unit::fraction},
+             {"sol_p90_ape", "SOL p90", Unit::fraction}, {"fit_median_ape", "refit median (held out)", Unit::fraction},
+             {"fit_p90_ape", "refit p90 (held out)", Unit::fraction}},
             .rows = {}};
-  for (const auto& [k, e] : e_fit) {
-    const ErrorStats f = ape_stats(e), s = ape_stats(e_sol[k]);
-    err.rows.push_back({k, static_cast<std::int64_t>(f.n), s.median, s.p90, f.median, f.p90});
+  for (const char* k : {kDecode, kPrefill}) {
+    const auto all = select(rows, k, [](const Row&) { return true; });
+    if (all.empty()) continue;
+    const ErrorStats s = ape_stats(errors(all, &Row::sol_s)), f = ape_stats(errors(select(rows, k, [](const Row& r) { return !r.train; }), &Row::fit_s));
+    err.rows.push_back({std::string(k), static_cast<std::int64_t>(all.size()), s.median, s.p90, f.median, f.p90});
   }
-  Table ft{.name = "fit", .title = "Fitted efficiency model (even rows)",
-           .columns = {{"kernel", "kernel", Unit::text}, {"t_fixed_s", "fixed cost", Unit::seconds}, {"eta_compute", "η compute", Unit::fraction},
-            {"eta_memory", "η memory", Unit::fraction}, {"train_rows", "rows", Unit::count}},
-           .rows = {}};
-  for (const auto& f : fits) ft.rows.push_back({f.kernel, f.t_fixed_s, f.eta_compute, f.eta_memory, std::int64_t{f.train_rows}});
+  std::vector<std::pair<std::string, GpuKernelFit>> named;
+  for (const GpuKernelFit& f : fits) named.push_back({gpu.name + " (even rows)", f});
+  const Table ft = fit_table("Efficiency model refitted on the even rows", named);
 
   std::vector<svg::Series> series;
   int c = 0;
-  for (const char* k : {"absorbed_decode", "expanded_prefill"}) {
-    svg::Series fitted{.name = std::string(k) + ", fitted (held out)", .line = false, .markers = true, .color = c, .marker = c};
+  for (const char* k : {kDecode, kPrefill}) {
+    svg::Series fitted{.name = std::string(k) + ", refit (held out)", .line = false, .markers = true, .color = c, .marker = c};
     svg::Series sol{.name = std::string(k) + ", speed of light", .line = false, .markers = true, .color = c + 2, .marker = c};
     for (const Row& r : rows)
       if (r.kernel == k && !r.train) fitted.points.push_back({r.measured_s, r.fit_s}), sol.points.push_back({r.measured_s, r.sol_s});
-    series.push_back(fitted);
-    series.push_back(sol);
+    if (!fitted.points.empty()) series.push_back(fitted), series.push_back(sol);
     ++c;
   }
   const svg::LinePlot plot = prediction_plot(fmt::format("{}: published timings against predictions", gpu.name), std::move(series));
 
-  std::string md = fmt::format("# Published measurements against mlaplan ({})\n\nSource: `{}` (see its README: InferSim's FlashInfer MLA decode "
-                               "and FlashAttention-3 prefill on H800). Predictions use `{}`. The efficiency model is fitted on the even rows of "
-                               "each file and judged on the odd rows:\n\n"
+  std::string md = fmt::format("# Published measurements against mlaplan on {}\n\nFolder `{}`; GPU `{}`; MLA dimensions of {}. Every row is "
+                               "predicted at speed of light (what `cost` gives today) and with the efficiency model refitted on the even "
+                               "rows of each kernel and judged on the odd rows:\n\n"
                                "time = t_fixed + max(F / (peak·η_c·w), B / (bandwidth·η_m·w)), w = CTAs / (⌈CTAs / SMs⌉·SMs); decode CTAs = "
-                               "batch × ⌈heads/64⌉ × ⌈kv_len/256⌉ (split-KV); prefill CTAs = ⌈S/128⌉ × heads, and a causal prefill lasts at least "
-                               "as long as its longest CTA.\n\n",
-                               gpu.name, dir.string(), gpu.source);
+                               "batch × ⌈heads/64⌉ × ⌈kv_len/256⌉ (split-KV); prefill CTAs = batch × ⌈S/128⌉ × heads, and a causal prefill lasts "
+                               "at least as long as its longest CTA.\n\n",
+                               gpu.name, dir.string(), gpu.source, m.name);
+  md += unread_note(unread);
   md += md_section(err);
   md += "![predicted against measured](against.svg)\n\n";
   md += md_section(ft);
-  md += md_section(t);
   nlohmann::ordered_json fj;
   for (const auto& f : fits) fj[f.kernel] = {{"t_fixed_s", f.t_fixed_s}, {"eta_compute", f.eta_compute}, {"eta_memory", f.eta_memory}};
   AgainstRun out;
-  out.files = {{"report.md", md},
-               {"against.csv", csv_of(t)},
-               {"errors.csv", csv_of(err)},
-               {"fit.json", fj.dump(2) + "\n"},
-               {"against.svg", svg::render(plot)}};
+  out.files = {{"report.md", md}, {"against.csv", csv_of(t)}, {"errors.csv", csv_of(err)}, {"fit.json", fj.dump(2) + "\n"}, {"against.svg", svg::render(plot)}};
+  out.summary = fmt::format("GPU {}\n", gpu.name) + md_section(err);
+  return out;
+}
+
+AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) fail(root.string(), "is not a folder");
+  // A folder named as a bundled GPU holds its timings; others (engine logs) are named in the report.
+  std::set<std::string> names;
+  for (const BundledEntry& e : bundled_gpus()) {
+    names.insert(e.short_name);
+    names.insert(e.aliases.begin(), e.aliases.end());
+  }
+  std::vector<fs::path> dirs;
+  std::vector<std::string> skipped;
+  for (const auto& e : fs::directory_iterator(root, ec))
+    if (e.is_directory()) (names.count(e.path().filename().string()) ? dirs.push_back(e.path()) : skipped.push_back(e.path().filename().string()));
+  std::sort(dirs.begin(), dirs.end());
+  std::sort(skipped.begin(), skipped.end());
+  if (dirs.size() < 2) fail(root.string(), "needs folders of timings for at least two GPUs");
+  std::vector<HardwareSpec> gpus;
+  gpus.reserve(dirs.size());
+  for (const fs::path& d : dirs) gpus.push_back(load_gpu(d.filename().string()));
+  std::set<std::string> unread;
+  std::vector<std::vector<Row>> per_gpu;
+  for (std::size_t i = 0; i < dirs.size(); ++i) {
+    std::set<std::string> u;
+    per_gpu.push_back(read_folder(dirs[i], dirs[i].filename().string(), gpus[i], m, u));
+    split_even_odd(per_gpu.back());
+    unread.insert(u.begin(), u.end());
+  }
+  // H20 and H200 are where the default is judged against measurements kept outside the project:
+  // their rows never train a fit.
+  auto fittable = [&](std::size_t g) { return gpus[g].name.rfind("H20", 0) != 0; };
+
+  Table err{.name = "transfer", .title = "Median and p90 error by GPU and kernel family",
+            .columns = {{"gpu", "GPU", Unit::text}, {"kernel", "kernel", Unit::text}, {"rows", "rows", Unit::count},
+             {"sol_median_ape", "SOL median", Unit::fraction}, {"sol_p90_ape", "SOL p90", Unit::fraction},
+             {"logo_median_ape", "leave-GPU-out median", Unit::fraction}, {"logo_p90_ape", "leave-GPU-out p90", Unit::fraction},
+             {"lookup_median_ape", "lookup median", Unit::fraction}, {"lookup_p90_ape", "lookup p90", Unit::fraction},
+             {"in_table_median_ape", "in-table median (held out)", Unit::fraction}, {"in_table_p90_ape", "in-table p90", Unit::fraction}},
+            .rows = {}};
+  std::vector<std::pair<std::string, GpuKernelFit>> logo_fits, all_fits;
+  for (const char* k : {kDecode, kPrefill}) {
+    for (std::size_t g = 0; g < gpus.size(); ++g) {
+      std::vector<Row>& mine = per_gpu[g];
+      if (select(mine, k, [](const Row&) { return true; }).empty()) continue;
+      std::vector<const Row*> others;
+      std::string on;
+      for (std::size_t o = 0; o < gpus.size(); ++o)
+        if (o != g && fittable(o)) {
+          const auto part = select(per_gpu[o], k, [](const Row&) { return true; });
+          if (!part.empty()) on += (on.empty() ? "" : " + ") + gpus[o].name;
+          others.insert(others.end(), part.begin(), part.end());
+        }
+      std::optional<GpuKernelFit> logo;
+      if (!others.empty()) {
+        logo = fit(k, others);
+        logo_fits.push_back({fmt::format("{} (for {})", on, gpus[g].name), *logo});
+      }
+      const GpuKernelFit in_table = fit(k, select(mine, k, [](const Row& r) { return r.train; }));
+      for (Row& r : mine) {
+        if (r.kernel != k) continue;
+        if (logo) r.logo_s = model_time(r, *logo);
+        r.fit_s = model_time(r, in_table);
+        // The nearest row of another GPU (same kernel and cache dtype) in log shape, scaled by the
+        // two rows' speed-of-light ratio.
+        double best = INFINITY;
+        for (const Row* o : others) {
+          if (o->kv_dtype != r.kv_dtype) continue;
+          const double d = std::fabs(std::log(o->batch / r.batch)) + std::fabs(std::log(o->len / r.len)) + std::fabs(std::log(o->heads / r.heads)) +
+                           std::fabs(std::log(o->query / r.query));
+          if (d < best) best = d, r.lookup_s = o->measured_s * r.sol_s / o->sol_s;
+        }
+      }
+      const auto all = select(mine, k, [](const Row&) { return true; });
+      const auto held = select(mine, k, [](const Row& r) { return !r.train; });
+      const ErrorStats s = ape_stats(errors(all, &Row::sol_s)), l = ape_stats(errors(all, &Row::logo_s)), u = ape_stats(errors(all, &Row::lookup_s)),
+                       t = ape_stats(errors(held, &Row::fit_s));
+      using E = ErrorStats;
+      err.rows.push_back({gpus[g].name, std::string(k), static_cast<std::int64_t>(all.size()), s.median, s.p90, stat_or_null(l, &E::median),
+                          stat_or_null(l, &E::p90), stat_or_null(u, &E::median), stat_or_null(u, &E::p90), t.median, t.p90});
+    }
+    std::vector<const Row*> every;
+    std::string on;
+    for (std::size_t g = 0; g < gpus.size(); ++g)
+      if (fittable(g)) {
+        const auto part = select(per_gpu[g], k, [](const Row&) { return true; });
+        if (!part.empty()) on += (on.empty() ? "" : " + ") + gpus[g].name;
+        every.insert(every.end(), part.begin(), part.end());
+      }
+    if (!every.empty()) all_fits.push_back({on, fit(k, every)});
+  }
+  const Table logo_t = fit_table("Fits for each left-out GPU (on the others' rows)", logo_fits);
+  Table all_t = fit_table("Fit on every GPU that may be fitted (the profile a default would ship)", all_fits);
+  all_t.name = "fit_all";
+
+  std::string md = fmt::format("# Leave one GPU out: published MLA kernel timings against mlaplan\n\nFolders under `{}`, one per GPU; MLA "
+                               "dimensions of {}. For each GPU the efficiency model (see `mlaplan-validate --against`) is fitted on the other "
+                               "GPUs' rows and predicts this GPU's through its own datasheet peak, bandwidth and SM count. Beside it: speed of "
+                               "light; lookup, the nearest row of another GPU (same kernel and cache dtype, nearest in log batch, length, heads "
+                               "and query) scaled by the two rows' speed-of-light ratio; and the refit on this GPU's own even rows, judged on its "
+                               "odd rows. H20 and H200 rows are never fitted on.\n\n",
+                               root.string(), m.name);
+  md += unread_note(unread);
+  if (!skipped.empty()) {
+    std::string s;
+    for (const std::string& n : skipped) s += (s.empty() ? "" : ", ") + n;
+    md += fmt::format("Folders not named as a GPU, not read: {}.\n\n", s);
+  }
+  md += md_section(err);
+  md += md_section(logo_t);
+  md += md_section(all_t);
+  nlohmann::ordered_json fj;
+  for (const auto& [on, f] : all_fits)
+    fj[f.kernel] = {{"t_fixed_s", f.t_fixed_s}, {"eta_compute", f.eta_compute}, {"eta_memory", f.eta_memory}, {"fitted_on", on}, {"rows", f.train_rows}};
+  AgainstRun out;
+  out.files = {{"report.md", md}, {"transfer.csv", csv_of(err)}, {"fits.csv", csv_of(logo_t)}, {"fit.json", fj.dump(2) + "\n"}};
   out.summary = md_section(err);
   return out;
 }

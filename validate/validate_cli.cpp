@@ -28,7 +28,9 @@ struct Flags {
   std::uint64_t seed = 0;
   std::string out = "validate-results";
   std::string against;
+  std::string transfer;
   std::string gpu = "h800";
+  std::string model = "deepseek-v3";
   double max_error = -1;  // < 0: no bound
   std::string engine_logs;
   std::string format;     // --engine-logs only
@@ -55,15 +57,24 @@ int run(const Flags& f, const CLI::App& app, std::ostream& out, std::ostream& er
     fail_flag("--max-error", fmt::format("{}", f.max_error), "expected a fraction from 0");
   if (app.count("--engine-logs")) {
     if (f.engine_logs.empty()) fail_flag("--engine-logs", "", "expected a folder or CSV of engine logs");
-    for (const char* other : {"--backend", "--quick", "--seed", "--out", "--against", "--gpu"})
+    for (const char* other : {"--backend", "--quick", "--seed", "--out", "--against", "--transfer", "--gpu", "--model"})
       if (app.count(other) > 0) fail_flag(other, app.get_option(other)->as<std::string>(), "does not apply with --engine-logs");
     return run_engine_logs(f, out, err);
   }
   if (!f.format.empty()) fail_flag("--format", f.format, "applies to --engine-logs only");
-  if (!f.against.empty()) {
-    const AgainstRun r = validate_against(f.against, load_gpu(f.gpu));
+  if (app.count("--against") && app.count("--transfer")) fail_flag("--transfer", f.transfer, "give --against DIR or --transfer ROOT, not both");
+  if (app.count("--transfer") && app.count("--gpu")) fail_flag("--gpu", f.gpu, "--transfer takes each GPU from its folder's name");
+  if (!app.count("--against") && !app.count("--transfer") && app.count("--model")) fail_flag("--model", f.model, "applies to --against and --transfer");
+  if (app.count("--against") || app.count("--transfer")) {
+    const bool transfer = app.count("--transfer") > 0;
+    const std::string& dir = transfer ? f.transfer : f.against;
+    if (dir.empty()) fail_flag(transfer ? "--transfer" : "--against", dir, "expected a folder");
+    const ModelSpec m = load_model(f.model);
+    const AgainstRun r = transfer ? validate_transfer(dir, m) : validate_against(dir, load_gpu(f.gpu), m);
     write_folder(f.out, r.files);
-    out << r.summary << fmt::format("wrote {}/: report.md, against.csv, errors.csv, fit.json, against.svg\n", f.out);
+    std::string names;
+    for (const auto& [name, text] : r.files) names += (names.empty() ? "" : ", ") + name;
+    out << r.summary << fmt::format("wrote {}/: {}\n", f.out, names);
     return 0;
   }
   if (f.backend != "cpu" && f.backend != "cuda") fail_flag("--backend", f.backend, "expected cpu or cuda");
@@ -110,8 +121,10 @@ int run_validate_cli(const std::vector<std::string>& args, std::ostream& out, st
   app.add_flag("--quick", f.quick, "a small grid (CI)");
   app.add_option("--seed", f.seed, "random seed for the inputs (default: fresh; the run reports the one it used)");
   app.add_option("--out,-o", f.out, "folder to write (replaced atomically)")->capture_default_str();
-  app.add_option("--against", f.against, "a folder of published timings to predict (validate/published/h800)");
+  app.add_option("--against", f.against, "a folder of timing CSVs (kernel, batch, kv_len | seq_len, latency_us[, heads, query, kv_dtype]) to predict");
   app.add_option("--gpu,-g", f.gpu, "the GPU those timings came from (with --against)")->capture_default_str();
+  app.add_option("--transfer", f.transfer, "a folder of per-GPU timing folders (validate/published): leave-one-GPU-out errors");
+  app.add_option("--model,-m", f.model, "the MLA model whose dimensions the kernels ran (with --against, --transfer)")->capture_default_str();
   app.add_option("--max-error", f.max_error, "exit 1 when the held-out median error (with --engine-logs: any row's error) exceeds this fraction");
   app.add_option("--engine-logs", f.engine_logs, "a folder (or CSV) of engine KV-cache logs to reproduce (validate/published/engine-logs)");
   app.add_option("--format", f.format, "with --engine-logs: table | csv | md | json");
