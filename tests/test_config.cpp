@@ -189,7 +189,12 @@ TEST_CASE("Hardware specs: units converted once, every number sourced", "[config
     CHECK(g.sources.count("memory_capacity"));
     CHECK(g.sources.count("memory_bandwidth"));
     CHECK(g.sm_count > 0);
+    CHECK(!g.architecture.empty());  // efficiencies transfer within an architecture
   }
+  CHECK(load_gpu("h800").architecture == "hopper");
+  CHECK(load_gpu("b200").architecture == "blackwell");
+  CHECK_THROWS_WITH(parse_hardware(json{{"name", "X"}, {"architecture", "Hopper"}}, "x.json"),
+                    "x.json: key 'architecture' = \"Hopper\": expected ampere, ada, hopper, blackwell, cdna3 or cdna4");
   json bad{{"name", "X"}, {"memory_capacity_gib", {{"value", 80}}}};
   CHECK_THROWS_WITH(parse_hardware(bad, "x.json"),
                     "x.json: key 'memory_capacity_gib.source' = (absent): every hardware number needs a source");

@@ -318,7 +318,7 @@ std::string against_error(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("--against reads any CSV names with the kernel columns and refuses bad rows in one line", "[validate][hostile]") {
+TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad rows in one line", "[validate][hostile]") {
   Scratch s("against");
   const std::string f = (s.dir / "t.csv").string();
   s.write("t.csv", "kernel,batch,kv_len,latency_us,source\nabsorbed_decode,4,4096,30.5,paper\nexpanded_prefill,1,,100,x\n");
@@ -345,7 +345,7 @@ TEST_CASE("--against reads any CSV names with the kernel columns and refuses bad
     if (name == "report.md") CHECK(text.find("Columns not read (kept as the sources' own): source.") != std::string::npos);
 }
 
-TEST_CASE("--transfer: every GPU predicted from the others, never fitted on H20 or H200", "[validate]") {
+TEST_CASE("Transfer: every GPU predicted from the others and never fitted on H20 or H200", "[validate]") {
   Scratch s("transfer");
   const fs::path h800 = fs::path(MLAPLAN_TEST_SOURCE_DIR) / "validate" / "published" / "h800";
   for (const char* gpu : {"h800", "h20"})

@@ -71,14 +71,18 @@ double model_time(const Row& r, const GpuKernelFit& f) {
   return f.t_fixed_s + t;
 }
 
-// Fits one kernel family on `train` (every k-th row when there are more than 600, so that a fit
-// takes seconds whatever the table's size).
-GpuKernelFit fit(const std::string& kernel, std::vector<const Row*> train) {
-  if (train.size() > 600) {
+// Fits one kernel family on `train`. Each GPU's rows weigh as much in all as another's (a table of
+// 41 rows counts as much as one of 2,896), and a GPU's rows are thinned to every k-th past 400 so
+// that a fit takes seconds whatever the tables' sizes.
+GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows) {
+  std::map<std::string, std::vector<const Row*>> by_gpu;
+  for (const Row* r : rows) by_gpu[r->gpu_key].push_back(r);
+  std::vector<std::pair<const Row*, double>> train;
+  for (const auto& [gpu, part] : by_gpu) {
+    const double step = std::max(1.0, static_cast<double>(part.size()) / 400.0);
     std::vector<const Row*> kept;
-    const double step = static_cast<double>(train.size()) / 600.0;
-    for (double i = 0; i < static_cast<double>(train.size()); i += step) kept.push_back(train[static_cast<std::size_t>(i)]);
-    train = std::move(kept);
+    for (double i = 0; i < static_cast<double>(part.size()); i += step) kept.push_back(part[static_cast<std::size_t>(i)]);
+    for (const Row* r : kept) train.push_back({r, 1.0 / static_cast<double>(kept.size())});
   }
   std::vector<double> t0s = geometric_axis(1e-7, 1e-3, 60);  // 0, then 0.12 µs .. 1 ms
   t0s[0] = 0;
@@ -91,7 +95,7 @@ GpuKernelFit fit(const std::string& kernel, std::vector<const Row*> train) {
       [&](const std::vector<double>& p) {
         const GpuKernelFit f = model(p);
         double loss = 0;
-        for (const Row* r : train) loss += log_error_sq(Seconds{model_time(*r, f)}, Seconds{r->measured_s});
+        for (const auto& [r, weight] : train) loss += weight * log_error_sq(Seconds{model_time(*r, f)}, Seconds{r->measured_s});
         return loss;
       },
       2));
@@ -341,10 +345,14 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
     for (std::size_t g = 0; g < gpus.size(); ++g) {
       std::vector<Row>& mine = per_gpu[g];
       if (select(mine, k, [](const Row&) { return true; }).empty()) continue;
+      // Transfer: from the other GPUs of the same architecture when any has rows, else from all.
+      auto has_rows = [&](std::size_t o) { return o != g && fittable(o) && !select(per_gpu[o], k, [](const Row&) { return true; }).empty(); };
+      bool same_arch = false;
+      for (std::size_t o = 0; o < gpus.size(); ++o) same_arch = same_arch || (has_rows(o) && !gpus[g].architecture.empty() && gpus[o].architecture == gpus[g].architecture);
       std::vector<const Row*> others;
       std::string on;
       for (std::size_t o = 0; o < gpus.size(); ++o)
-        if (o != g && fittable(o)) {
+        if (has_rows(o) && (!same_arch || gpus[o].architecture == gpus[g].architecture)) {
           const auto part = select(per_gpu[o], k, [](const Row&) { return true; });
           if (!part.empty()) on += (on.empty() ? "" : " + ") + gpus[o].name;
           others.insert(others.end(), part.begin(), part.end());
@@ -377,18 +385,25 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
       err.rows.push_back({gpus[g].name, std::string(k), static_cast<std::int64_t>(all.size()), s.median, s.p90, stat_or_null(l, &E::median),
                           stat_or_null(l, &E::p90), stat_or_null(u, &E::median), stat_or_null(u, &E::p90), t.median, t.p90});
     }
-    std::vector<const Row*> every;
-    std::string on;
+    // The profiles a default would ship: one per architecture with measurements, and one over all
+    // for architectures without.
+    std::set<std::string> archs{""};
     for (std::size_t g = 0; g < gpus.size(); ++g)
-      if (fittable(g)) {
-        const auto part = select(per_gpu[g], k, [](const Row&) { return true; });
-        if (!part.empty()) on += (on.empty() ? "" : " + ") + gpus[g].name;
-        every.insert(every.end(), part.begin(), part.end());
-      }
-    if (!every.empty()) all_fits.push_back({on, fit(k, every)});
+      if (fittable(g)) archs.insert(gpus[g].architecture);
+    for (const std::string& arch : archs) {
+      std::vector<const Row*> every;
+      std::string on;
+      for (std::size_t g = 0; g < gpus.size(); ++g)
+        if (fittable(g) && (arch.empty() || gpus[g].architecture == arch)) {
+          const auto part = select(per_gpu[g], k, [](const Row&) { return true; });
+          if (!part.empty()) on += (on.empty() ? "" : " + ") + gpus[g].name;
+          every.insert(every.end(), part.begin(), part.end());
+        }
+      if (!every.empty()) all_fits.push_back({fmt::format("{}: {}", arch.empty() ? "any architecture" : arch, on), fit(k, every)});
+    }
   }
   const Table logo_t = fit_table("Fits for each left-out GPU (on the others' rows)", logo_fits);
-  Table all_t = fit_table("Fit on every GPU that may be fitted (the profile a default would ship)", all_fits);
+  Table all_t = fit_table("Fits per architecture and over all GPUs that may be fitted (the profiles a default would ship)", all_fits);
   all_t.name = "fit_all";
 
   std::string md = fmt::format("# Leave one GPU out: published MLA kernel timings against mlaplan\n\nFolders under `{}`, one per GPU; MLA "
@@ -409,7 +424,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
   md += md_section(all_t);
   nlohmann::ordered_json fj;
   for (const auto& [on, f] : all_fits)
-    fj[f.kernel] = {{"t_fixed_s", f.t_fixed_s}, {"eta_compute", f.eta_compute}, {"eta_memory", f.eta_memory}, {"fitted_on", on}, {"rows", f.train_rows}};
+    fj[on][f.kernel] = {{"t_fixed_s", f.t_fixed_s}, {"eta_compute", f.eta_compute}, {"eta_memory", f.eta_memory}, {"rows", f.train_rows}};
   AgainstRun out;
   out.files = {{"report.md", md}, {"transfer.csv", csv_of(err)}, {"fits.csv", csv_of(logo_t)}, {"fit.json", fj.dump(2) + "\n"}};
   out.summary = md_section(err);

@@ -74,6 +74,12 @@ HardwareSpec parse_hardware(const json& j, const std::string& where) {
     fail_key(where, "name", j.contains("name") ? show_json(j["name"]) : "(absent)", "expected a non-empty string");
   hw.name = j["name"].get<std::string>();
   hw.vendor = j.contains("vendor") && j["vendor"].is_string() ? j["vendor"].get<std::string>() : std::string{};
+  if (j.contains("architecture")) {
+    static const std::vector<std::string> known{"ampere", "ada", "hopper", "blackwell", "cdna3", "cdna4"};
+    if (!j["architecture"].is_string() || std::find(known.begin(), known.end(), j["architecture"].get<std::string>()) == known.end())
+      fail_key(where, "architecture", show_json(j["architecture"]), "expected ampere, ada, hopper, blackwell, cdna3 or cdna4");
+    hw.architecture = j["architecture"].get<std::string>();
+  }
   if (j.contains("aliases")) {
     if (!j["aliases"].is_array()) fail_key(where, "aliases", show_json(j["aliases"]), "expected an array of strings");
     for (const json& a : j["aliases"]) {
@@ -161,6 +167,7 @@ nlohmann::ordered_json hardware_to_json(const HardwareSpec& hw) {
   nlohmann::ordered_json j;
   j["name"] = hw.name;
   j["vendor"] = hw.vendor;
+  if (!hw.architecture.empty()) j["architecture"] = hw.architecture;
   if (!hw.aliases.empty()) j["aliases"] = hw.aliases;
   j["memory_capacity_bytes"] = sourced_json(static_cast<double>(hw.memory_capacity.value), hw, "memory_capacity");
   if (hw.memory_torch_total.value > 0) j["memory_torch_total_bytes"] = sourced_json(static_cast<double>(hw.memory_torch_total.value), hw, "memory_torch_total");

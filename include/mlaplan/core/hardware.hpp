@@ -21,6 +21,9 @@ struct Efficiency {
 struct HardwareSpec {
   std::string name;
   std::string vendor;
+  // The GPU generation (ampere, ada, hopper, blackwell, cdna3, cdna4): kernel efficiencies carry
+  // between GPUs of one architecture; empty when the file does not say.
+  std::string architecture;
   std::string source;                          // file it came from
   std::vector<std::string> aliases;
   Bytes memory_capacity{0};                    // the datasheet's figure, in exact bytes
