@@ -68,30 +68,39 @@ double model_time(const Row& r, const GpuKernelFit& f) {
   const double w = waves(r.units, sms);
   double t = std::max(r.flops / (r.peak * f.eta_compute * w), r.bytes / (r.gpu->memory_bandwidth.value * f.eta_memory * w));
   t = std::max(t, r.longest_flops / (r.peak / sms * f.eta_compute));
-  return f.t_fixed_s + t;
+  return f.t_fixed_s + r.batch * f.t_seq_s + t;
 }
 
 // Fits one kernel family on `train`. Each GPU's rows weigh as much in all as another's (a table of
-// 41 rows counts as much as one of 2,896), and a GPU's rows are thinned to every k-th past 400 so
+// 41 rows counts as much as one of 2,896), and a GPU's rows are thinned to every k-th past 250 so
 // that a fit takes seconds whatever the tables' sizes.
 GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows) {
   std::map<std::string, std::vector<const Row*>> by_gpu;
   for (const Row* r : rows) by_gpu[r->gpu_key].push_back(r);
   std::vector<std::pair<const Row*, double>> train;
   for (const auto& [gpu, part] : by_gpu) {
-    const double step = std::max(1.0, static_cast<double>(part.size()) / 400.0);
+    const double step = std::max(1.0, static_cast<double>(part.size()) / 250.0);
     std::vector<const Row*> kept;
     for (double i = 0; i < static_cast<double>(part.size()); i += step) kept.push_back(part[static_cast<std::size_t>(i)]);
     for (const Row* r : kept) train.push_back({r, 1.0 / static_cast<double>(kept.size())});
   }
-  std::vector<double> t0s = geometric_axis(1e-7, 1e-3, 60);  // 0, then 0.12 µs .. 1 ms
+  // The per-sequence cost is fitted only where the rows vary the batch (else it is the fixed cost's
+  // double); the grid is finer with one parameter fewer.
+  bool batches = false;
+  for (const auto& [r, w] : train) batches = batches || r->batch != train.front().first->batch;
+  std::vector<double> t0s = geometric_axis(1e-7, 1e-3, batches ? 30 : 60);  // 0, then 0.14 (0.12) µs .. 1 ms
   t0s[0] = 0;
-  const std::vector<double> etas = geometric_axis(0.05, 1, 50);
+  std::vector<double> tseqs{0};
+  if (batches) {
+    tseqs = geometric_axis(1e-10, 1e-6, 20);  // 0, then 0.16 ns .. 1 µs per sequence
+    tseqs[0] = 0;
+  }
+  const std::vector<double> etas = geometric_axis(0.05, 1, batches ? 20 : 50);
   auto model = [&](const std::vector<double>& p) {
-    return GpuKernelFit{.kernel = kernel, .t_fixed_s = p[0], .eta_compute = p[1], .eta_memory = p[2], .train_rows = static_cast<int>(train.size())};
+    return GpuKernelFit{.kernel = kernel, .t_fixed_s = p[0], .t_seq_s = p[1], .eta_compute = p[2], .eta_memory = p[3], .train_rows = static_cast<int>(train.size())};
   };
   return model(grid_fit(
-      {t0s, etas, etas},
+      {t0s, tseqs, etas, etas},
       [&](const std::vector<double>& p) {
         const GpuKernelFit f = model(p);
         double loss = 0;
@@ -219,9 +228,10 @@ Value stat_or_null(const ErrorStats& s, double ErrorStats::*field) { return s.n 
 Table fit_table(const std::string& title, const std::vector<std::pair<std::string, GpuKernelFit>>& fits) {
   Table ft{.name = "fit", .title = title,
            .columns = {{"fitted_on", "fitted on", Unit::text}, {"kernel", "kernel", Unit::text}, {"t_fixed_s", "fixed cost", Unit::seconds},
+            {"t_seq_s", "per sequence", Unit::seconds},
             {"eta_compute", "η compute", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction}, {"train_rows", "rows", Unit::count}},
            .rows = {}};
-  for (const auto& [on, f] : fits) ft.rows.push_back({on, f.kernel, f.t_fixed_s, f.eta_compute, f.eta_memory, std::int64_t{f.train_rows}});
+  for (const auto& [on, f] : fits) ft.rows.push_back({on, f.kernel, f.t_fixed_s, f.t_seq_s, f.eta_compute, f.eta_memory, std::int64_t{f.train_rows}});
   return ft;
 }
 
@@ -286,7 +296,7 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
   std::string md = fmt::format("# Published measurements against mlaplan on {}\n\nFolder `{}`; GPU `{}`; MLA dimensions of {}. Every row is "
                                "predicted at speed of light (what `cost` gives today) and with the efficiency model refitted on the even "
                                "rows of each kernel and judged on the odd rows:\n\n"
-                               "time = t_fixed + max(F / (peak·η_c·w), B / (bandwidth·η_m·w)), w = CTAs / (⌈CTAs / SMs⌉·SMs); decode CTAs = "
+                               "time = t_fixed + batch·t_seq + max(F / (peak·η_c·w), B / (bandwidth·η_m·w)), w = CTAs / (⌈CTAs / SMs⌉·SMs); decode CTAs = "
                                "batch × ⌈heads/64⌉ × ⌈kv_len/256⌉ (split-KV); prefill CTAs = batch × ⌈S/128⌉ × heads, and a causal prefill lasts "
                                "at least as long as its longest CTA.\n\n",
                                gpu.name, dir.string(), gpu.source, m.name);
@@ -295,7 +305,7 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
   md += "![predicted against measured](against.svg)\n\n";
   md += md_section(ft);
   nlohmann::ordered_json fj;
-  for (const auto& f : fits) fj[f.kernel] = {{"t_fixed_s", f.t_fixed_s}, {"eta_compute", f.eta_compute}, {"eta_memory", f.eta_memory}};
+  for (const auto& f : fits) fj[f.kernel] = {{"t_fixed_s", f.t_fixed_s}, {"t_seq_s", f.t_seq_s}, {"eta_compute", f.eta_compute}, {"eta_memory", f.eta_memory}};
   AgainstRun out;
   out.files = {{"report.md", md}, {"against.csv", csv_of(t)}, {"errors.csv", csv_of(err)}, {"fit.json", fj.dump(2) + "\n"}, {"against.svg", svg::render(plot)}};
   out.summary = fmt::format("GPU {}\n", gpu.name) + md_section(err);
@@ -424,7 +434,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
   md += md_section(all_t);
   nlohmann::ordered_json fj;
   for (const auto& [on, f] : all_fits)
-    fj[on][f.kernel] = {{"t_fixed_s", f.t_fixed_s}, {"eta_compute", f.eta_compute}, {"eta_memory", f.eta_memory}, {"rows", f.train_rows}};
+    fj[on][f.kernel] = {{"t_fixed_s", f.t_fixed_s}, {"t_seq_s", f.t_seq_s}, {"eta_compute", f.eta_compute}, {"eta_memory", f.eta_memory}, {"rows", f.train_rows}};
   AgainstRun out;
   out.files = {{"report.md", md}, {"transfer.csv", csv_of(err)}, {"fits.csv", csv_of(logo_t)}, {"fit.json", fj.dump(2) + "\n"}};
   out.summary = md_section(err);

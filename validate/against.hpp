@@ -12,8 +12,9 @@
 namespace mlaplan::validate {
 
 // The GPU efficiency model, one set per kernel family, a function of shape:
-//   time = t_fixed + max(F / (peak·η_c·w), B / (bandwidth·η_m·w), F_cta / (peak / SMs · η_c))
-// t_fixed: launch and tail (the measured floor at tiny shapes); η_c, η_m: the fractions of peak
+//   time = t_fixed + batch·t_seq + max(F / (peak·η_c·w), B / (bandwidth·η_m·w), F_cta / (peak / SMs · η_c))
+// t_fixed: launch and tail (the measured floor at tiny shapes); t_seq: the work each sequence adds
+// whatever its length (scheduling metadata, per-request prologue and epilogue); η_c, η_m: the fractions of peak
 // the kernel's inner loop reaches (clock throttling included); w: wave efficiency,
 // units / (⌈units / SMs⌉ · SMs), with units = the CTAs the kernel launches: for decode,
 // batch × ⌈heads / 64⌉ × split-KV chunks of 256 keys; for prefill, batch × ⌈S / 128⌉ × heads. A
@@ -23,7 +24,7 @@ namespace mlaplan::validate {
 // bandwidth and SM count.
 struct GpuKernelFit {
   std::string kernel;
-  double t_fixed_s = 0, eta_compute = 1, eta_memory = 1;
+  double t_fixed_s = 0, t_seq_s = 0, eta_compute = 1, eta_memory = 1;
   int train_rows = 0;
 };
 
