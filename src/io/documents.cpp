@@ -58,7 +58,10 @@ void add_engine_cells(std::vector<Value>& row, const CrossoverRow& c) {
 
 std::string describe(const Workload& w) {
   std::string s;
-  for (const SequenceGroup& g : w.groups) s += fmt::format("{}{} x {} tokens after {}", s.empty() ? "" : ", ", g.count, g.query, g.prefix);
+  for (const SequenceGroup& g : w.groups) {
+    s += fmt::format("{}{} x {} tokens after {}", s.empty() ? "" : ", ", g.count, g.query, g.prefix);
+    if (w.par.dp > 1) s += fmt::format(" ({} per rank over DP {})", sequences_per_rank(g, w.par), w.par.dp);
+  }
   return s;
 }
 
@@ -438,7 +441,8 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
                             c.time.value / L, c.time.value, p.feasible.ok(),
                             !p.feasible.ok() ? p.feasible.reason : p.detail.empty() ? std::string("-") : p.detail});
     Table ops{.name = key + "ops", .title = fmt::format("{} path: ops per layer", name(p.kind)),
-              .columns = {{"op", "op", Unit::text},
+              .columns = {{"path", "path", Unit::text, true},
+               {"op", "op", Unit::text},
                {"kind", "kind", Unit::text},
                {"layers", "layers", Unit::count},
                {"flops", "FLOPs", Unit::flops},
@@ -450,7 +454,7 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
                {"time_s", "time", Unit::seconds}},
               .rows = {}};
     for (const OpRow& o : p.ops)
-      ops.rows.push_back({std::string(o.op.name()), std::string(to_string(o.op.kind())), o.layers, o.op.flops.value, o.op.bytes_read.value,
+      ops.rows.push_back({name(p.kind), std::string(o.op.name()), std::string(to_string(o.op.kind())), o.layers, o.op.flops.value, o.op.bytes_read.value,
                           o.op.bytes_written.value, o.op.workspace_bytes.value, o.time.intensity, bound(o.time.compute_bound), o.time.time.value});
     op_tables.push_back(std::move(ops));
   }
@@ -520,8 +524,8 @@ Document crossover_document(const ModelSpec& m, const RooflineUsed& r, const Cro
              .columns = {{"prefix", "prefix P", Unit::count},
               {"tp", "TP", Unit::count},
               {"kv_dtype", "KV", Unit::text},
-              {"flop_crossover_query", "Q* FLOPs", Unit::decimal},
-              {"roofline_crossover_query", "Q* roofline", Unit::decimal}},
+              {"flop_crossover_query", "Q* by FLOPs (tokens)", Unit::decimal},
+              {"roofline_crossover_query", "Q* by roofline (tokens)", Unit::decimal}},
              .rows = {}};
   add_engine_columns(rows, engines, false);
   for (const CrossoverRow& c : st.rows) {
@@ -549,8 +553,8 @@ Document crossover_document(const ModelSpec& m, const RooflineUsed& r, const Cro
     for (const SparseCrossoverRow& x : st.sparse)
       sp.rows.push_back({x.tp, std::string(to_string(x.kv)), positive_or_null(x.sparse_faster_from_tokens)});
     doc.tables.push_back(std::move(sp));
-    doc.notes.push_back(fmt::format("Sparse against dense: {} prompts with no prefix; SGLang runs dense MHA while every request's keys are at most "
-                                    "index_topk ({}), TensorRT-LLM up to its packed-token threshold.",
+    doc.notes.push_back(fmt::format("Sparse against dense: {} prompts with no prefix; the engines' dense-MHA limits are in the rules table "
+                                    "(SGLang: while every request's keys are at most index_topk, {}).",
                                     spec.batch, m.indexer ? m.indexer->topk : 0));
   }
   return doc;

@@ -134,8 +134,8 @@ Table crossover_table(const std::vector<const ReportCrossoverRow*>& rows, const 
            {"kv_dtype", "KV dtype", Unit::text},
            {"tp", "TP", Unit::count},
            {"prefix", "prefix", Unit::count},
-           {"flop_crossover_query", "Q* FLOPs", Unit::decimal},
-           {"roofline_crossover_query", "Q* roofline", Unit::decimal}},
+           {"flop_crossover_query", "Q* by FLOPs (tokens)", Unit::decimal},
+           {"roofline_crossover_query", "Q* by roofline (tokens)", Unit::decimal}},
           .rows = {}};
   add_engine_columns(t, policies, true);
   for (const ReportCrossoverRow* x : rows) {
