@@ -16,6 +16,7 @@ struct KvFlags {
   bool tokens_given = false;
   std::int64_t sequences = 1;
   std::int64_t block_size = 1;
+  bool explain = false;
   std::string format = "table";
 };
 
@@ -26,7 +27,9 @@ Document kv(const KvFlags& f) {
   const std::int64_t tokens = f.tokens_given ? positive("--tokens", f.tokens, std::int64_t{1} << 40) : 0;
   const std::int64_t seqs = positive("--sequences", f.sequences, std::int64_t{1} << 30);
   const std::int64_t block = positive("--block-size", f.block_size, 1 << 20);
-  return kv_document(m, kv_study(m, d, par, tokens, seqs, block));
+  Document doc = kv_document(m, kv_study(m, d, par, tokens, seqs, block));
+  if (f.explain) add_explain_table(doc, explain_kv(m, d, par, tokens, seqs, block));
+  return doc;
 }
 
 }  // namespace
@@ -40,6 +43,7 @@ void register_kv_command(CLI::App& app, Context& ctx) {
   c->add_option("--tokens,-n", f->tokens, "tokens per sequence (sliding layers keep at most their window)");
   c->add_option("--sequences", f->sequences, "sequences of --tokens each")->capture_default_str();
   c->add_option("--block-size", f->block_size, "page size in tokens: vLLM 16, FlashMLA 64 (1 = unpaged)")->capture_default_str();
+  c->add_flag("--explain", f->explain, "each number with its formula and the values substituted");
   add_format_flag(c, f->format);
   c->callback([f, c, &ctx] {
     f->tokens_given = c->get_option("--tokens")->count() > 0;

@@ -65,6 +65,15 @@ std::string describe(const Workload& w) {
   return s;
 }
 
+void add_explain_table(Document& doc, const std::vector<ExplainStep>& steps) {
+  Table t{.name = "explain", .title = "How each number is derived",
+          .columns = {{"quantity", "quantity", Unit::text}, {"formula", "formula", Unit::text}, {"substituted", "values", Unit::text},
+                      {"result", "result", Unit::text}, {"value", "value", Unit::count, true}},
+          .rows = {}};
+  for (const ExplainStep& s : steps) t.rows.push_back({s.quantity, s.formula, s.substituted, s.result, s.value});
+  doc.tables.push_back(std::move(t));
+}
+
 Document models_document() {
   Document doc;
   doc.title = "Bundled models";

@@ -6,6 +6,7 @@
 
 #include "mlaplan/core/hardware.hpp"
 #include "mlaplan/core/engine_memory.hpp"
+#include "mlaplan/core/explain.hpp"
 #include "mlaplan/core/study.hpp"
 #include "mlaplan/io/table.hpp"
 
@@ -26,6 +27,9 @@ std::string describe(const Workload& w);
 // query each expands at, its worst penalty, and where), and one row's cells for them.
 void add_engine_columns(Table& t, const std::vector<EnginePolicy>& policies, bool expands_column_for_people);
 void add_engine_cells(std::vector<Value>& row, const CrossoverRow& c);
+
+// --explain: the derivation as a table (quantity, formula, values, result), appended to a document.
+void add_explain_table(Document& doc, const std::vector<ExplainStep>& steps);
 
 Document models_document();  // the bundled models with their key figures
 Document gpus_document();    // the bundled GPUs
