@@ -45,14 +45,7 @@ std::string config_with(const std::string& key, const std::string& value) {
   return c.substr(0, colon + 1) + " " + value + c.substr(end);
 }
 
-void expect(const std::string& args, const std::string& message) {
-  INFO(args);
-  const Run r = run(args);
-  CHECK(r.code == 2);
-  CHECK(r.out.empty());
-  CHECK(r.err == "mlaplan: " + message + "\n");
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-}
+void expect(const std::string& args, const std::string& message) { mlaplan::test::expect_refusal(args, message); }
 
 }  // namespace
 
