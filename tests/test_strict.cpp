@@ -35,6 +35,15 @@ json llama_like() {
               {"intermediate_size", 14336}, {"vocab_size", 128256}, {"tie_word_embeddings", false}};
 }
 
+// Two argument lists that must print the same answer.
+void expect_same(const std::string& a, const std::string& b) {
+  INFO(a + "  vs  " + b);
+  const Run ra = run(a), rb = run(b);
+  CHECK(ra.code == 0);
+  CHECK(ra.err == rb.err);
+  CHECK(ra.out == rb.out);
+}
+
 }  // namespace
 
 TEST_CASE("Strict overrides: --set takes a key the config has or one the reader understands", "[strict][set]") {
@@ -84,4 +93,54 @@ TEST_CASE("Hybrid decoders with state-space or linear-attention layers are refus
 
   expect_refusal("kv -m llama-3.1-8b --set model_type=jamba",
                  "models/meta-llama--Llama-3.1-8B.json: key 'model_type' = \"jamba\": a hybrid decoder: " + why);
+}
+
+TEST_CASE("Token counts take 32k and 1M and refuse fractions", "[strict][numbers]") {
+  expect_same("kv --tokens 32k --format json", "kv --tokens 32768 --format json");
+  expect_same("kv --tokens 1M --format json", "kv --tokens 1048576 --format json");
+  expect_same("capacity --context 128K --format json", "capacity --context 131072 --format json");
+  expect_same("cost --prefix 32k --query 2k --batch 1k --chunk 8k --format json",
+              "cost --prefix 32768 --query 2048 --batch 1024 --chunk 8192 --format json");
+  expect_same("cost --mix 64x1@8k,2x2k@0 --format json", "cost --mix 64x1@8192,2x2048@0 --format json");
+  expect_same("crossover --prefix 0:128k:x4 --tp 1,8 --format json", "crossover --prefix 0:131072:x4 --tp 1,8 --format json");
+  expect_same("capacity --engine vllm --max-model-len 32k --max-batched-tokens 16k --format json",
+              "capacity --engine vllm --max-model-len 32768 --max-batched-tokens 16384 --format json");
+
+  expect_refusal("cost --query 1.5", "--query: value '1.5': expected a whole number of tokens (e.g. 4096, 32k, 1M)");
+  expect_refusal("cost --batch 2.5", "--batch: value '2.5': expected a whole number of sequences (e.g. 4096, 32k, 1M)");
+  expect_refusal("kv --tokens 32q", "--tokens: value '32q': expected a whole number of tokens (e.g. 4096, 32k, 1M)");
+  expect_refusal("kv --tokens k", "--tokens: value 'k': expected a whole number of tokens (e.g. 4096, 32k, 1M)");
+  expect_refusal("capacity --context 0.7k", "--context: value '0.7k': expected a whole number of tokens (e.g. 4096, 32k, 1M)");
+  expect_refusal("capacity --context -1", "--context: value '-1': must be a positive integer");
+  expect_refusal("capacity --context 2048G", "--context: value '2199023255552': must be at most 1099511627776");
+  expect_refusal("cost --chunk 1,2", "--chunk: value '1,2': expected a whole number of tokens (e.g. 4096, 32k, 1M)");
+  expect_refusal("cost --mix 2x1@1.5q", "--mix: value '2x1@1.5q': '1.5q' is not a finite number");
+  expect_refusal("crossover --prefix 0:1x:x2", "--prefix: value '0:1x:x2': '1x' is not a finite number");
+}
+
+TEST_CASE("Number flags refuse what they cannot hold in one line naming flag and value", "[strict][numbers]") {
+  expect_refusal("kv --tp 1.5", "--tp: value '1.5': expected a whole number");
+  expect_refusal("kv --tp 99999999999999999999", "--tp: value '99999999999999999999': expected a whole number");
+  expect_refusal("capacity --mem-util abc", "--mem-util: value 'abc': expected a number");
+  expect_refusal("cost --eta-compute 0.5x", "--eta-compute: value '0.5x': expected a number");
+  expect_refusal("capacity --reserve-gib -5", "--reserve-gib: value '-5': expected GiB from 0 to 10^6");
+  expect_refusal("capacity --engine vllm --reserve-gib -5",
+                 "--reserve-gib: value '-5': the engine's profile sizes activations; leave --reserve-gib out with --engine");
+}
+
+TEST_CASE("Commands and flags that do not exist are named with the nearest", "[strict][numbers]") {
+  expect_refusal("", "no command: expected one of models, gpus, kv, capacity, cost, crossover, report, validate (mlaplan --help says what each does)");
+  expect_refusal("capacty", "unknown command 'capacty': did you mean 'capacity'?");
+  expect_refusal("zzzzzzzzzz",
+                 "unknown command 'zzzzzzzzzz': expected one of models, gpus, kv, capacity, cost, crossover, report, validate (mlaplan --help says what each does)");
+  expect_refusal("kv --tokenz 5", "--tokenz: not a flag of kv; did you mean '--tokens'?");
+  expect_refusal("kv 5", "5: unexpected argument: kv takes flags only (mlaplan kv --help lists them)");
+}
+
+TEST_CASE("Dtype and GPU names are case-insensitive everywhere", "[strict][numbers]") {
+  expect_same("kv --kv-dtype FP8 --format json", "kv --kv-dtype fp8 --format json");
+  expect_same("kv --kv-dtype FP8_FlashMLA --format json", "kv --kv-dtype fp8_flashmla --format json");
+  expect_same("cost --dtype BF16 --kv-dtype FP8 --format json", "cost --dtype bf16 --kv-dtype fp8 --format json");
+  expect_same("capacity --weight-dtype FP8 -g H200 --format json", "capacity --weight-dtype fp8 -g h200 --format json");
+  expect_same("crossover --kv-dtype BF16,FP8 --tp 8 --format json", "crossover --kv-dtype bf16,fp8 --tp 8 --format json");
 }

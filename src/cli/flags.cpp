@@ -1,6 +1,9 @@
 #include "flags.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <string_view>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -14,6 +17,51 @@
 namespace mlaplan::cli {
 
 ModelSpec ModelFlags::load() const { return load_model(model, sets); }
+
+namespace {
+
+// Flags that count tokens or sequences, in every subcommand that has them: they take 32k and 1M.
+constexpr std::string_view kCountFlags[] = {"--tokens", "--sequences", "--context", "--query", "--prefix", "--chunk",
+                                            "--batch", "--block-size", "--max-batched-tokens", "--max-model-len",
+                                            "--max-num-seqs", "--max-query", "--spec-tokens", "--mtp"};
+
+// A flag value CLI11 is about to convert, checked first so that a refusal names the flag and the
+// value: counts become plain integers, integers must be whole, numbers must be numbers.
+CLI::Validator value_check(const std::string& flag, const std::string& type) {
+  const bool count = std::find(std::begin(kCountFlags), std::end(kCountFlags), flag) != std::end(kCountFlags);
+  return CLI::Validator(
+      [flag, type, count](std::string& text) {
+        if (count) {
+          const std::int64_t limit = std::int64_t{1} << 62;
+          text = std::to_string(parse_whole(flag.c_str(), text, flag == "--batch" || flag == "--sequences" || flag == "--max-num-seqs" ? "sequences" : "tokens", -limit, limit));
+        } else if (type == "INT") {
+          std::int64_t v = 0;
+          const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+          if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) fail_flag(flag, text, "expected a whole number");
+        } else {
+          // Not finite (nan, inf) passes: the flag's own range check names what it expects.
+          std::size_t used = 0;
+          try {
+            (void)std::stod(text, &used);
+          } catch (const std::exception&) {
+            used = 0;
+          }
+          if (text.empty() || used != text.size()) fail_flag(flag, text, "expected a number");
+        }
+        return std::string{};
+      },
+      "", "value");
+}
+
+}  // namespace
+
+void strict_numbers(CLI::App& app) {
+  for (CLI::Option* o : app.get_options()) {
+    const std::string type = o->get_type_name();
+    if (type == "INT" || type == "FLOAT") o->transform(value_check(o->get_name(), type));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) strict_numbers(*sub);
+}
 
 void add_model_flags(CLI::App* app, ModelFlags& f) {
   app->add_option("--model,-m", f.model, "bundled model name, a config.json, or a folder holding one")->capture_default_str();
@@ -105,9 +153,9 @@ std::vector<SequenceGroup> parse_mix(const std::string& text) {
     const auto x = item.find('x'), at = item.find('@');
     if (x == std::string::npos || at == std::string::npos || at < x) fail_flag("--mix", text, fmt::format("'{}' is not COUNTxQUERY@PREFIX", item));
     SequenceGroup g;
-    const double count = parse_number("--mix", text, item.substr(0, x));
-    g.query = parse_number("--mix", text, item.substr(x + 1, at - x - 1));
-    g.prefix = parse_number("--mix", text, item.substr(at + 1));
+    const double count = parse_count("--mix", text, item.substr(0, x));
+    g.query = parse_count("--mix", text, item.substr(x + 1, at - x - 1));
+    g.prefix = parse_count("--mix", text, item.substr(at + 1));
     if (count < 1 || count != std::floor(count) || count > 1e7)
       fail_flag("--mix", text, fmt::format("count in '{}' must be a whole number from 1 to 1e7", item));
     if (g.query < 1 || g.prefix < 0) fail_flag("--mix", text, fmt::format("'{}' needs query >= 1 and prefix >= 0", item));

@@ -37,6 +37,12 @@ void add_format_flag(CLI::App* app, std::string& format);
 // Renders the whole document, then writes it to ctx.out in one piece (nothing partial on error).
 void emit(Context& ctx, const Document& doc, const std::string& format);
 
+// Every integer and number flag of `app` and its subcommands refuses what it cannot hold in one
+// line naming the flag and the value (instead of CLI11's "Could not convert"); flags that count
+// tokens or sequences take sizes as people write them: 4096, 32k, 1M (powers of two), and refuse
+// fractions. Ranges are checked where the flags are resolved.
+void strict_numbers(CLI::App& app);
+
 // --kv-dtype against the model (fp8_flashmla is an MLA layout).
 KvDtype resolve_kv_dtype(const std::string& s, const ModelSpec& m);
 WeightDtype resolve_weight_dtype(const std::string& s);
