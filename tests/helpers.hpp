@@ -38,7 +38,7 @@ inline Run run(const std::string& args) {
   std::istringstream in(args);
   for (std::string a; in >> a;) argv.push_back(a);
   std::ostringstream out, err;
-  cli::Context ctx{out, err, false, MLAPLAN_BIN};
+  cli::Context ctx{out, err, false, MLAPLAN_BIN, {}};
   Run r;
   r.code = cli::run(argv, ctx);
   r.out = out.str();

@@ -35,6 +35,17 @@ json llama_like() {
               {"intermediate_size", 14336}, {"vocab_size", 128256}, {"tie_word_embeddings", false}};
 }
 
+// A run that answers (exit 0, output on stdout) and says exactly `warnings` on stderr.
+void expect_warnings(const std::string& args, const std::vector<std::string>& warnings) {
+  INFO(args);
+  const Run r = run(args);
+  CHECK(r.code == 0);
+  CHECK_FALSE(r.out.empty());
+  std::string expected;
+  for (const std::string& w : warnings) expected += "mlaplan: warning: " + w + "\n";
+  CHECK(r.err == expected);
+}
+
 // Two argument lists that must print the same answer.
 void expect_same(const std::string& a, const std::string& b) {
   INFO(a + "  vs  " + b);
@@ -95,6 +106,16 @@ TEST_CASE("Hybrid decoders with state-space or linear-attention layers are refus
                  "models/meta-llama--Llama-3.1-8B.json: key 'model_type' = \"jamba\": a hybrid decoder: " + why);
 }
 
+TEST_CASE("An unknown model_type is read from its fields with one note on stderr", "[strict][architecture]") {
+  expect_warnings("kv --set model_type=deepseek_v9",
+                  {kDeepSeek + ": key 'model_type' = \"deepseek_v9\": not a model type mlaplan knows: read as mla from its fields"});
+  // The bundled models are all known: no warning on stderr.
+  for (const char* name : {"deepseek-v3", "deepseek-v3.2-exp", "llama-3.1-70b", "qwen3-8b", "gemma-2-9b", "gpt-oss-20b", "mixtral-8x7b"})
+    CHECK(run(std::string("kv -m ") + name).err.empty());
+  // A config without model_type says nothing of it.
+  CHECK(run("kv -m " + temp_config("plain.json", llama_like())).err.empty());
+}
+
 TEST_CASE("Token counts take 32k and 1M and refuse fractions", "[strict][numbers]") {
   expect_same("kv --tokens 32k --format json", "kv --tokens 32768 --format json");
   expect_same("kv --tokens 1M --format json", "kv --tokens 1048576 --format json");
@@ -143,4 +164,39 @@ TEST_CASE("Dtype and GPU names are case-insensitive everywhere", "[strict][numbe
   expect_same("cost --dtype BF16 --kv-dtype FP8 --format json", "cost --dtype bf16 --kv-dtype fp8 --format json");
   expect_same("capacity --weight-dtype FP8 -g H200 --format json", "capacity --weight-dtype fp8 -g h200 --format json");
   expect_same("crossover --kv-dtype BF16,FP8 --tp 8 --format json", "crossover --kv-dtype bf16,fp8 --tp 8 --format json");
+}
+
+TEST_CASE("Warnings that matter: one line each on stderr and the answer still printed", "[strict][warnings]") {
+  expect_warnings("capacity -m qwen3-8b --context 128K",
+                  {"--context: value '131072': beyond max_position_embeddings 40960 of models/Qwen--Qwen3-8B.json"});
+  expect_warnings("kv -m gemma-2-9b --tokens 1M",
+                  {"--tokens: value '1048576': beyond max_position_embeddings 8192 of models/google--gemma-2-9b.json"});
+  expect_warnings("cost -m qwen3-8b --prefix 40960",
+                  {"--prefix: value '40960': 40961 tokens, beyond max_position_embeddings 40960 of models/Qwen--Qwen3-8B.json"});
+  expect_warnings("cost -m qwen3-8b --mix 2x1@8k,1x1@40k",
+                  {"--mix: value '2x1@8k,1x1@40k': 40961 tokens, beyond max_position_embeddings 40960 of models/Qwen--Qwen3-8B.json"});
+  expect_warnings("crossover --prefix 0:256k:x4 --tp 8",
+                  {"--prefix: value '0:256k:x4': 262145 tokens, beyond max_position_embeddings 163840 of " + kDeepSeek});
+  expect_warnings("capacity -m qwen3-8b --engine vllm --max-model-len 64k",
+                  {"--max-model-len: value '65536': beyond max_position_embeddings 40960 of models/Qwen--Qwen3-8B.json"});
+  // Within the model's positions: nothing on stderr.
+  expect_warnings("capacity -m qwen3-8b --context 40960", {});
+  expect_warnings("cost -m qwen3-8b --prefix 40959", {});
+
+  const std::string flashmla = "--kv-dtype: value 'fp8_flashmla': FlashMLA defines this layout for kv_lora_rank 512 and qk_rope_head_dim 64, not 256 and 64: "
+                               "its bytes are extrapolated";
+  expect_warnings("kv --set kv_lora_rank=256 --kv-dtype fp8_flashmla", {flashmla});
+  expect_warnings("capacity --set kv_lora_rank=256 --kv-dtype fp8_flashmla", {flashmla});
+  expect_warnings("crossover --set kv_lora_rank=256 --kv-dtype bf16,fp8_flashmla,fp8_flashmla --tp 8", {flashmla});
+  expect_warnings("kv --kv-dtype fp8_flashmla", {});
+
+  expect_warnings("kv --set quantization_config.quant_method=awq",
+                  {kDeepSeek + ": key 'quantization_config.quant_method' = \"awq\": a quantization mlaplan does not model: weights counted as bf16 "
+                               "unless --weight-dtype says otherwise"});
+  // Warnings come in the order they arise, each once; an error afterwards drops them all.
+  expect_warnings("kv -m qwen3-8b --set model_type=qwen9 --tokens 64k",
+                  {"models/Qwen--Qwen3-8B.json: key 'model_type' = \"qwen9\": not a model type mlaplan knows: read as gqa from its fields",
+                   "--tokens: value '65536': beyond max_position_embeddings 40960 of models/Qwen--Qwen3-8B.json"});
+  expect_refusal("kv -m qwen3-8b --set model_type=qwen9 --tokens 64k --tp 3",
+                 "models/Qwen--Qwen3-8B.json: key 'num_attention_heads' = 32: not divisible by --tp 3");
 }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "mlaplan/core/feasibility.hpp"
+#include "mlaplan/core/kv.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/hf_config.hpp"
 #include "mlaplan/io/lists.hpp"
@@ -16,7 +17,21 @@
 
 namespace mlaplan::cli {
 
-ModelSpec ModelFlags::load() const { return load_model(model, sets); }
+ModelSpec ModelFlags::load(Context& ctx) const {
+  ModelSpec m = load_model(model, sets);
+  for (const std::string& w : m.warnings) warn(ctx, w);
+  return m;
+}
+
+void warn(Context& ctx, std::string line) {
+  if (std::find(ctx.warnings.begin(), ctx.warnings.end(), line) == ctx.warnings.end()) ctx.warnings.push_back(std::move(line));
+}
+
+void warn_context(Context& ctx, const ModelSpec& m, const char* flag, const std::string& value, double tokens) {
+  if (m.max_position_embeddings <= 0 || tokens <= static_cast<double>(m.max_position_embeddings)) return;
+  const std::string beyond = fmt::format("beyond max_position_embeddings {} of {}", m.max_position_embeddings, m.source);
+  warn(ctx, flag_message(flag, value, fmt::format("{}", tokens) == value ? beyond : fmt::format("{} tokens, {}", tokens, beyond)));
+}
 
 namespace {
 
@@ -90,11 +105,15 @@ Parallelism LayoutFlags::resolve(const ModelSpec& m) const {
   return p;
 }
 
-KvDtype resolve_kv_dtype(const std::string& s, const ModelSpec& m) {
+KvDtype resolve_kv_dtype(Context& ctx, const std::string& s, const ModelSpec& m) {
   const auto d = parse_kv_dtype(s);
   if (!d) fail_flag("--kv-dtype", s, "expected one of fp32, bf16, fp16, fp8, fp8_flashmla, fp4");
   if (*d == KvDtype::fp8_flashmla && !m.is_mla())
     fail_flag("--kv-dtype", s, fmt::format("FlashMLA's layout needs an MLA model; {} is {}", m.name, to_string(m.attention)));
+  if (*d == KvDtype::fp8_flashmla && !flashmla_defines_layout(*m.mla))
+    warn(ctx, flag_message("--kv-dtype", s,
+                           fmt::format("FlashMLA defines this layout for kv_lora_rank 512 and qk_rope_head_dim 64, not {} and {}: its bytes are extrapolated",
+                                       m.mla->kv_lora_rank, m.mla->qk_rope_head_dim)));
   return *d;
 }
 
@@ -106,6 +125,9 @@ WeightDtype resolve_weight_dtype(const std::string& s) {
 
 void emit(Context& ctx, const Document& doc, const std::string& format) {
   const std::string text = render(doc, parse_format(format));
+  for (const std::string& w : ctx.warnings) ctx.err << "mlaplan: warning: " << w << "\n";
+  ctx.warnings.clear();
+  ctx.err << std::flush;
   ctx.out << text << std::flush;
 }
 
@@ -166,18 +188,22 @@ std::vector<SequenceGroup> parse_mix(const std::string& text) {
   return groups;
 }
 
-Workload WorkloadFlags::resolve(const ModelSpec& m, const Parallelism& par, DType compute) const {
+Workload WorkloadFlags::resolve(Context& ctx, const ModelSpec& m, const Parallelism& par, DType compute) const {
   Workload w;
   if (!mix.empty()) {
     w.groups = parse_mix(mix);
+    double longest = 0;
+    for (const SequenceGroup& g : w.groups) longest = std::max(longest, g.prefix + g.query);
+    warn_context(ctx, m, "--mix", mix, longest);
   } else {
     if (!(query >= 1 && query <= 1e9)) fail_flag("--query", fmt::format("{}", query), "expected a number of tokens in [1, 1e9]");
     if (!(prefix >= 0 && prefix <= 1e12)) fail_flag("--prefix", fmt::format("{}", prefix), "expected a number of tokens in [0, 1e12]");
     w.groups = {SequenceGroup{positive("--batch", batch, 10'000'000), query, prefix}};
+    warn_context(ctx, m, "--prefix", fmt::format("{}", prefix), prefix + query);
   }
   w.causal = !non_causal;
   w.compute = compute;
-  w.kv = resolve_kv_dtype(kv_dtype, m);
+  w.kv = resolve_kv_dtype(ctx, kv_dtype, m);
   w.weights = weight_dtype.empty() ? attention_weight_dtype(m) : resolve_weight_dtype(weight_dtype);
   w.par = par;
   if (!(chunk >= 1 && chunk <= 1e12)) fail_flag("--chunk", fmt::format("{}", chunk), "expected a number of tokens in [1, 1e12]");

@@ -63,6 +63,11 @@ bool reads_key(std::string_view key) {
   return std::find(std::begin(kReadKeys), std::end(kReadKeys), key) != std::end(kReadKeys);
 }
 
+// Model types whose configs the reader has been checked against (the bundled ones and those it
+// special-cases); another one is read from its fields with a note.
+constexpr std::string_view kKnownModelTypes[] = {
+    "deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe",
+    "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3", "gemma3_text", "gpt_oss"};
 
 class Reader {
  public:
@@ -310,7 +315,8 @@ void read_quantization(const Reader& r, ModelSpec& m) {
   } else if (method == "mxfp4") {
     m.quant = WeightQuant::mxfp4;
   } else {
-    m.notes.push_back(fmt::format("quantization_config quant_method '{}' is not modelled: weights counted as bf16 unless --weight-dtype says otherwise", method));
+    m.warnings.push_back(key_message(r.source(), "quantization_config.quant_method", show(q.contains("quant_method") ? q["quant_method"] : json()),
+                                     "a quantization mlaplan does not model: weights counted as bf16 unless --weight-dtype says otherwise"));
     return;
   }
   if (q.contains("modules_to_not_convert") && q["modules_to_not_convert"].is_array()) {
@@ -413,6 +419,9 @@ ModelSpec parse_hf_config(const json& root, const std::string& source, const std
   m.model_type = r.string_or("model_type", root.contains("model_type") && root["model_type"].is_string() ? root["model_type"].get<std::string>() : std::string{});
   refuse_hybrid(r, cfg, m.model_type);
   read_attention(r, m);
+  if (!m.model_type.empty() && std::find(std::begin(kKnownModelTypes), std::end(kKnownModelTypes), m.model_type) == std::end(kKnownModelTypes))
+    m.warnings.push_back(key_message(source, "model_type", show(json(m.model_type)),
+                                     fmt::format("not a model type mlaplan knows: read as {} from its fields", to_string(m.attention))));
   m.layers = read_layers(r, m, m.model_type);
   read_mlp(r, m, m.model_type);
   m.vocab = r.integer("vocab_size");
