@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <unistd.h>
@@ -199,4 +200,22 @@ TEST_CASE("Warnings that matter: one line each on stderr and the answer still pr
                    "--tokens: value '65536': beyond max_position_embeddings 40960 of models/Qwen--Qwen3-8B.json"});
   expect_refusal("kv -m qwen3-8b --set model_type=qwen9 --tokens 64k --tp 3",
                  "models/Qwen--Qwen3-8B.json: key 'num_attention_heads' = 32: not divisible by --tp 3");
+}
+
+TEST_CASE("The report's sweep axes take comma lists as well as repeats", "[strict][numbers]") {
+  const fs::path dir = fs::temp_directory_path() / ("mlaplan_strict_report_" + std::to_string(getpid()));
+  const std::string a = (dir / "lists").string(), b = (dir / "repeats").string();
+  fs::create_directories(dir);
+  REQUIRE(run("report --model deepseek-v3,deepseek-v2-lite --kv-dtype bf16,FP8 --context 4k,32k --tp 8 --out " + a).code == 0);
+  REQUIRE(run("report --model deepseek-v3 --model deepseek-v2-lite --kv-dtype bf16 --kv-dtype fp8 --context 4096,32768 --tp 8 --out " + b).code == 0);
+  for (const char* csv : {"capacity.csv", "kv.csv", "crossover.csv"}) {
+    INFO(csv);
+    std::ifstream ia(fs::path(a) / csv), ib(fs::path(b) / csv);
+    std::stringstream sa, sb;
+    sa << ia.rdbuf();
+    sb << ib.rdbuf();
+    CHECK_FALSE(sa.str().empty());
+    CHECK(sa.str() == sb.str());
+  }
+  fs::remove_all(dir);
 }
