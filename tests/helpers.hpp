@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "app.hpp"
 #include "mlaplan/core/model.hpp"
 #include "mlaplan/core/engines.hpp"
@@ -56,12 +58,21 @@ inline Run run(const std::string& args) {
   std::istringstream in(args);
   for (std::string a; in >> a;) argv.push_back(a);
   std::ostringstream out, err;
-  cli::Context ctx{out, err, false, MLAPLAN_BIN};
+  cli::Context ctx{out, err, false, MLAPLAN_BIN, {}};
   Run r;
   r.code = cli::run(argv, ctx);
   r.out = out.str();
   r.err = err.str();
   return r;
+}
+
+// Bad input: exit code 2, nothing on stdout, and exactly one line on stderr, "mlaplan: <message>".
+inline void expect_refusal(const std::string& args, const std::string& message) {
+  INFO(args);
+  const Run r = run(args);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == "mlaplan: " + message + "\n");
 }
 
 // A seed for a randomised test: $MLAPLAN_TEST_SEED when set (to replay a failure), else fresh.

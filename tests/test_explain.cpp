@@ -16,7 +16,7 @@ using test::all_models;
 namespace {
 
 std::string golden(const std::string& name) {
-  std::ifstream in(std::filesystem::path(MLAPLAN_TEST_SOURCE_DIR) / "tests" / "golden" / "explain" / name);
+  std::ifstream in(std::filesystem::path(MLAPLAN_TEST_SOURCE_DIR) / "tests" / "explain-golden" / name);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();

@@ -13,6 +13,9 @@ struct Context {
   std::ostream& err;
   bool err_is_terminal = false;  // progress lines only on a terminal
   std::string program;           // argv[0]: where to look for mlaplan-validate when /proc/self/exe is unreadable
+  // Lines a run that still answers must say (a context past the model's, an undefined layout):
+  // printed on `err` just before the output, dropped when the run ends in an error.
+  std::vector<std::string> warnings;
 };
 
 // `args` without the program name.

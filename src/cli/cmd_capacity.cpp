@@ -33,9 +33,9 @@ struct CapacityFlags {
 };
 
 // `--engine`: the pool that engine's own accounting gives.
-Document engine_capacity_for(const CapacityFlags& f, CLI::App* app) {
+Document engine_capacity_for(const CapacityFlags& f, CLI::App* app, Context& ctx) {
   if (app->count("--reserve-gib")) fail_flag("--reserve-gib", fmt::format("{}", f.reserve_gib), "the engine's profile sizes activations; leave --reserve-gib out with --engine");
-  const ModelSpec m = f.model.load();
+  const ModelSpec m = f.model.load(ctx);
   const HardwareSpec hw = load_gpu(f.gpu);
   const EngineProfile prof = load_engine(f.engine);
   const Parallelism par = f.layout.resolve(m);
@@ -53,7 +53,10 @@ Document engine_capacity_for(const CapacityFlags& f, CLI::App* app) {
     if (!(f.mem_util > 0 && f.mem_util <= 1)) fail_flag("--mem-util", fmt::format("{}", f.mem_util), "expected a fraction in (0, 1]");
     s.mem_util = f.mem_util;
   }
-  if (app->count("--max-model-len")) s.max_model_len = positive("--max-model-len", f.max_model_len, std::int64_t{1} << 40);
+  if (app->count("--max-model-len")) {
+    s.max_model_len = positive("--max-model-len", f.max_model_len, std::int64_t{1} << 40);
+    warn_context(ctx, m, "--max-model-len", std::to_string(f.max_model_len), static_cast<double>(f.max_model_len));
+  }
   if (app->count("--max-num-seqs")) s.max_num_seqs = positive("--max-num-seqs", f.max_num_seqs, std::int64_t{1} << 30);
   if (app->count("--max-batched-tokens")) s.max_batched_tokens = positive("--max-batched-tokens", f.max_batched_tokens, std::int64_t{1} << 30);
   if (app->count("--block-size")) s.block_size = positive("--block-size", f.block_size, 1 << 20);
@@ -64,18 +67,19 @@ Document engine_capacity_for(const CapacityFlags& f, CLI::App* app) {
     if (m.mtp_layers <= 0) fail_flag("--mtp", fmt::format("{}", f.mtp), fmt::format("{} has no MTP module (num_nextn_predict_layers is 0)", m.name));
     s.mtp = f.mtp;
   }
-  const KvDtype kv = resolve_kv_dtype(f.kv_dtype, m);
+  const KvDtype kv = resolve_kv_dtype(ctx, f.kv_dtype, m);
   const WeightPlan w = f.weight_dtype.empty() ? default_weight_plan(m) : weight_plan_for(m, resolve_weight_dtype(f.weight_dtype));
   const std::int64_t context = app->count("--context") ? positive("--context", f.context, std::int64_t{1} << 40) : 0;
+  warn_context(ctx, m, "--context", std::to_string(context), static_cast<double>(context));
   const EngineCapacity e = engine_capacity(m, hw, prof, w, par, kv, s, context);
   return engine_capacity_document(m, hw, par, kv, e, context);
 }
 
-Document capacity(const CapacityFlags& f, CLI::App* app) {
-  if (!f.engine.empty()) return engine_capacity_for(f, app);
+Document capacity(const CapacityFlags& f, CLI::App* app, Context& ctx) {
+  if (!f.engine.empty()) return engine_capacity_for(f, app, ctx);
   for (const char* flag : {"--max-model-len", "--max-num-seqs", "--enforce-eager", "--mtp", "--no-mtp"})
     if (app->count(flag)) fail_flag(flag, app->get_option(flag)->as<std::string>(), "an engine setting: give --engine vllm|sglang|trtllm[@VERSION] with it");
-  const ModelSpec m = f.model.load();
+  const ModelSpec m = f.model.load(ctx);
   const HardwareSpec hw = load_gpu(f.gpu);
   CapacityRequest req;
   req.par = f.layout.resolve(m);
@@ -83,10 +87,11 @@ Document capacity(const CapacityFlags& f, CLI::App* app) {
   if (!(mem_util > 0 && mem_util <= 1)) fail_flag("--mem-util", fmt::format("{}", f.mem_util), "expected a fraction in (0, 1]");
   if (app->count("--reserve-gib") && !(f.reserve_gib >= 0 && f.reserve_gib <= 1e6))
     fail_flag("--reserve-gib", fmt::format("{}", f.reserve_gib), "expected GiB from 0 to 10^6");
-  req.kv_dtype = resolve_kv_dtype(f.kv_dtype, m);
+  req.kv_dtype = resolve_kv_dtype(ctx, f.kv_dtype, m);
   req.weights = f.weight_dtype.empty() ? default_weight_plan(m) : weight_plan_for(m, resolve_weight_dtype(f.weight_dtype));
   req.mem_util = mem_util;
   req.context = positive("--context", f.context, std::int64_t{1} << 40);
+  warn_context(ctx, m, "--context", std::to_string(req.context), static_cast<double>(req.context));
   req.block_size = app->count("--block-size") ? positive("--block-size", f.block_size, 1 << 20) : 1;
   const std::int64_t mbt = app->count("--max-batched-tokens") ? positive("--max-batched-tokens", f.max_batched_tokens, std::int64_t{1} << 30) : kDefaultBatchedTokens;
   auto reserve = [&](const Parallelism& p) {
@@ -122,7 +127,7 @@ void register_capacity_command(CLI::App& app, Context& ctx) {
   add_format_flag(c, f->format);
   c->callback([f, c, &ctx] {
     if (c->count("--mtp") && f->no_mtp) fail_flag("--no-mtp", "true", "give --mtp N or --no-mtp, not both");
-    emit(ctx, capacity(*f, c), f->format);
+    emit(ctx, capacity(*f, c, ctx), f->format);
   });
 }
 

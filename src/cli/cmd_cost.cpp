@@ -23,12 +23,12 @@ struct CostFlags {
   std::string format = "table";
 };
 
-Document cost(const CostFlags& f) {
-  const ModelSpec m = f.model.load();
+Document cost(const CostFlags& f, Context& ctx) {
+  const ModelSpec m = f.model.load(ctx);
   const Parallelism par = f.layout.resolve(m);
   const RooflineUsed r = f.roofline.resolve();
   if (f.scope != "core" && f.scope != "layer") fail_flag("--scope", f.scope, "expected core or layer");
-  Workload w = f.workload.resolve(m, par, r.compute);
+  Workload w = f.workload.resolve(ctx, m, par, r.compute);
   w.projections = f.scope == "layer";
   std::optional<Bytes> budget;
   Bytes shortfall{0};
@@ -58,7 +58,7 @@ void register_cost_command(CLI::App& app, Context& ctx) {
                 "memory a path's transient buffers may take per GPU (default: 0.9 x the GPU's memory - weights - the batch's KV cache)");
   add_dispatch_flag(c, f->engine);
   add_format_flag(c, f->format);
-  c->callback([f, &ctx] { emit(ctx, cost(*f), f->format); });
+  c->callback([f, &ctx] { emit(ctx, cost(*f, ctx), f->format); });
 }
 
 }  // namespace mlaplan::cli

@@ -1,5 +1,6 @@
 // mlaplan crossover: the query length Q* where expand becomes cheaper than absorb, against
 // prefix, TP and cache dtype, beside what serving engines hard-code.
+#include <algorithm>
 #include <memory>
 
 #include <fmt/format.h>
@@ -31,18 +32,19 @@ struct CrossoverFlags {
   std::string format = "table";
 };
 
-Document crossover(const CrossoverFlags& f) {
-  const ModelSpec m = f.model.load();
+Document crossover(const CrossoverFlags& f, Context& ctx) {
+  const ModelSpec m = f.model.load(ctx);
   if (!m.is_mla()) fail_flag("--model", f.model.model, fmt::format("{} is {}: the expand/absorb crossover needs an MLA model", m.name, to_string(m.attention)));
   const RooflineUsed r = f.roofline.resolve();
   CrossoverSweepSpec s;
   s.prefixes = parse_number_list("--prefix", f.prefixes, 0);
   s.tps = parse_int_list("--tp", f.tps);
-  for (const std::string& k : split(f.kv_dtypes, ',')) s.kvs.push_back(resolve_kv_dtype(k, m));
+  for (const std::string& k : split(f.kv_dtypes, ',')) s.kvs.push_back(resolve_kv_dtype(ctx, k, m));
   s.batch = positive("--batch", f.batch, 10'000'000);
   s.max_query = positive("--max-query", f.max_query, 1 << 20);
   for (double p : s.prefixes)
     if (p > 1e12) fail_flag("--prefix", f.prefixes, "prefixes must be at most 1e12");
+  warn_context(ctx, m, "--prefix", f.prefixes, *std::max_element(s.prefixes.begin(), s.prefixes.end()) + 1);
   s.base.causal = !f.non_causal;
   s.base.compute = r.compute;
   s.base.weights = f.weight_dtype.empty() ? attention_weight_dtype(m) : resolve_weight_dtype(f.weight_dtype);
@@ -81,7 +83,7 @@ void register_crossover_command(CLI::App& app, Context& ctx) {
                 "those exceed it)");
   add_dispatch_flag(c, f->engine);
   add_format_flag(c, f->format);
-  c->callback([f, &ctx] { emit(ctx, crossover(*f), f->format); });
+  c->callback([f, &ctx] { emit(ctx, crossover(*f, ctx), f->format); });
 }
 
 }  // namespace mlaplan::cli

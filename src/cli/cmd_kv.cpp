@@ -20,11 +20,12 @@ struct KvFlags {
   std::string format = "table";
 };
 
-Document kv(const KvFlags& f) {
-  const ModelSpec m = f.model.load();
+Document kv(const KvFlags& f, Context& ctx) {
+  const ModelSpec m = f.model.load(ctx);
   const Parallelism par = f.layout.resolve(m);
-  const KvDtype d = resolve_kv_dtype(f.kv_dtype, m);
+  const KvDtype d = resolve_kv_dtype(ctx, f.kv_dtype, m);
   const std::int64_t tokens = f.tokens_given ? positive("--tokens", f.tokens, std::int64_t{1} << 40) : 0;
+  warn_context(ctx, m, "--tokens", std::to_string(tokens), static_cast<double>(tokens));
   const std::int64_t seqs = positive("--sequences", f.sequences, std::int64_t{1} << 30);
   const std::int64_t block = positive("--block-size", f.block_size, 1 << 20);
   Document doc = kv_document(m, kv_study(m, d, par, tokens, seqs, block));
@@ -47,7 +48,7 @@ void register_kv_command(CLI::App& app, Context& ctx) {
   add_format_flag(c, f->format);
   c->callback([f, c, &ctx] {
     f->tokens_given = c->get_option("--tokens")->count() > 0;
-    emit(ctx, kv(*f), f->format);
+    emit(ctx, kv(*f, ctx), f->format);
   });
 }
 

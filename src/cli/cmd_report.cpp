@@ -82,9 +82,10 @@ void register_report_command(CLI::App& app, Context& ctx) {
   c->add_option("--spec", f->spec_file, "JSON spec of the sweep (flags below override its fields)");
   c->add_option("--out,-o", f->out, "folder to write (replaced atomically)")->capture_default_str();
   c->add_option("--check", f->check, "recompute DIR from its spec.json and compare with its CSVs and report.md; exit 1 on drift");
-  c->add_option("--model,-m", f->models, "models (repeatable)");
-  c->add_option("--gpu,-g", f->gpus, "GPUs (repeatable)");
-  c->add_option("--kv-dtype", f->kv_dtypes, "cache dtypes (repeatable)");
+  // The sweep's axes take a comma list as well as repeats: --model deepseek-v3,deepseek-r1.
+  c->add_option("--model,-m", f->models, "models (repeatable, or a comma list)")->delimiter(',');
+  c->add_option("--gpu,-g", f->gpus, "GPUs (repeatable, or a comma list)")->delimiter(',');
+  c->add_option("--kv-dtype", f->kv_dtypes, "cache dtypes (repeatable, or a comma list)")->delimiter(',');
   c->add_option("--layouts", f->layouts, "TPxDPxEP,... e.g. 8x1x1,1x8x8");
   c->add_option("--context", f->contexts, "contexts for the capacity table, e.g. 4096,32768");
   c->add_option("--prefix", f->prefixes, "crossover prefixes, e.g. 0:131072:x2");

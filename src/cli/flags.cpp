@@ -1,11 +1,15 @@
 #include "flags.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <string_view>
 #include <tuple>
 
 #include <fmt/format.h>
 
 #include "mlaplan/core/feasibility.hpp"
+#include "mlaplan/core/kv.hpp"
 #include "mlaplan/io/engine_json.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/hf_config.hpp"
@@ -14,7 +18,66 @@
 
 namespace mlaplan::cli {
 
-ModelSpec ModelFlags::load() const { return load_model(model, sets); }
+ModelSpec ModelFlags::load(Context& ctx) const {
+  ModelSpec m = load_model(model, sets);
+  for (const std::string& w : m.warnings) warn(ctx, w);
+  return m;
+}
+
+void warn(Context& ctx, std::string line) {
+  if (std::find(ctx.warnings.begin(), ctx.warnings.end(), line) == ctx.warnings.end()) ctx.warnings.push_back(std::move(line));
+}
+
+void warn_context(Context& ctx, const ModelSpec& m, const char* flag, const std::string& value, double tokens) {
+  if (m.max_position_embeddings <= 0 || tokens <= static_cast<double>(m.max_position_embeddings)) return;
+  const std::string beyond = fmt::format("beyond max_position_embeddings {} of {}", m.max_position_embeddings, m.source);
+  warn(ctx, flag_message(flag, value, fmt::format("{}", tokens) == value ? beyond : fmt::format("{} tokens, {}", tokens, beyond)));
+}
+
+namespace {
+
+// Flags that count tokens or sequences, in every subcommand that has them: they take 32k and 1M.
+constexpr std::string_view kCountFlags[] = {"--tokens", "--sequences", "--context", "--query", "--prefix", "--chunk",
+                                            "--batch", "--block-size", "--max-batched-tokens", "--max-model-len",
+                                            "--max-num-seqs", "--max-query", "--spec-tokens", "--mtp"};
+
+// A flag value CLI11 is about to convert, checked first so that a refusal names the flag and the
+// value: counts become plain integers, integers must be whole, numbers must be numbers.
+CLI::Validator value_check(const std::string& flag, const std::string& type) {
+  const bool count = std::find(std::begin(kCountFlags), std::end(kCountFlags), flag) != std::end(kCountFlags);
+  return CLI::Validator(
+      [flag, type, count](std::string& text) {
+        if (count) {
+          const std::int64_t limit = std::int64_t{1} << 62;
+          text = std::to_string(parse_whole(flag.c_str(), text, flag == "--batch" || flag == "--sequences" || flag == "--max-num-seqs" ? "sequences" : "tokens", -limit, limit));
+        } else if (type == "INT") {
+          std::int64_t v = 0;
+          const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+          if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) fail_flag(flag, text, "expected a whole number");
+        } else {
+          // Not finite (nan, inf) passes: the flag's own range check names what it expects.
+          std::size_t used = 0;
+          try {
+            (void)std::stod(text, &used);
+          } catch (const std::exception&) {
+            used = 0;
+          }
+          if (text.empty() || used != text.size()) fail_flag(flag, text, "expected a number");
+        }
+        return std::string{};
+      },
+      "", "value");
+}
+
+}  // namespace
+
+void strict_numbers(CLI::App& app) {
+  for (CLI::Option* o : app.get_options()) {
+    const std::string type = o->get_type_name();
+    if (type == "INT" || type == "FLOAT") o->transform(value_check(o->get_name(), type));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) strict_numbers(*sub);
+}
 
 void add_model_flags(CLI::App* app, ModelFlags& f) {
   app->add_option("--model,-m", f.model, "bundled model name, a config.json, or a folder holding one")->capture_default_str();
@@ -43,11 +106,15 @@ Parallelism LayoutFlags::resolve(const ModelSpec& m) const {
   return p;
 }
 
-KvDtype resolve_kv_dtype(const std::string& s, const ModelSpec& m) {
+KvDtype resolve_kv_dtype(Context& ctx, const std::string& s, const ModelSpec& m) {
   const auto d = parse_kv_dtype(s);
   if (!d) fail_flag("--kv-dtype", s, "expected one of fp32, bf16, fp16, fp8, fp8_flashmla, fp4");
   if (*d == KvDtype::fp8_flashmla && !m.is_mla())
     fail_flag("--kv-dtype", s, fmt::format("FlashMLA's layout needs an MLA model; {} is {}", m.name, to_string(m.attention)));
+  if (*d == KvDtype::fp8_flashmla && !flashmla_defines_layout(*m.mla))
+    warn(ctx, flag_message("--kv-dtype", s,
+                           fmt::format("FlashMLA defines this layout for kv_lora_rank 512 and qk_rope_head_dim 64, not {} and {}: its bytes are extrapolated",
+                                       m.mla->kv_lora_rank, m.mla->qk_rope_head_dim)));
   return *d;
 }
 
@@ -59,6 +126,9 @@ WeightDtype resolve_weight_dtype(const std::string& s) {
 
 void emit(Context& ctx, const Document& doc, const std::string& format) {
   const std::string text = render(doc, parse_format(format));
+  for (const std::string& w : ctx.warnings) ctx.err << "mlaplan: warning: " << w << "\n";
+  ctx.warnings.clear();
+  ctx.err << std::flush;
   ctx.out << text << std::flush;
 }
 
@@ -133,9 +203,9 @@ std::vector<SequenceGroup> parse_mix(const std::string& text) {
     const auto x = item.find('x'), at = item.find('@');
     if (x == std::string::npos || at == std::string::npos || at < x) fail_flag("--mix", text, fmt::format("'{}' is not COUNTxQUERY@PREFIX", item));
     SequenceGroup g;
-    const double count = parse_number("--mix", text, item.substr(0, x));
-    g.query = parse_number("--mix", text, item.substr(x + 1, at - x - 1));
-    g.prefix = parse_number("--mix", text, item.substr(at + 1));
+    const double count = parse_count("--mix", text, item.substr(0, x));
+    g.query = parse_count("--mix", text, item.substr(x + 1, at - x - 1));
+    g.prefix = parse_count("--mix", text, item.substr(at + 1));
     if (count < 1 || count != std::floor(count) || count > 1e7)
       fail_flag("--mix", text, fmt::format("count in '{}' must be a whole number from 1 to 1e7", item));
     if (g.query < 1 || g.prefix < 0) fail_flag("--mix", text, fmt::format("'{}' needs query >= 1 and prefix >= 0", item));
@@ -146,18 +216,22 @@ std::vector<SequenceGroup> parse_mix(const std::string& text) {
   return groups;
 }
 
-Workload WorkloadFlags::resolve(const ModelSpec& m, const Parallelism& par, DType compute) const {
+Workload WorkloadFlags::resolve(Context& ctx, const ModelSpec& m, const Parallelism& par, DType compute) const {
   Workload w;
   if (!mix.empty()) {
     w.groups = parse_mix(mix);
+    double longest = 0;
+    for (const SequenceGroup& g : w.groups) longest = std::max(longest, g.prefix + g.query);
+    warn_context(ctx, m, "--mix", mix, longest);
   } else {
     if (!(query >= 1 && query <= 1e9)) fail_flag("--query", fmt::format("{}", query), "expected a number of tokens in [1, 1e9]");
     if (!(prefix >= 0 && prefix <= 1e12)) fail_flag("--prefix", fmt::format("{}", prefix), "expected a number of tokens in [0, 1e12]");
     w.groups = {SequenceGroup{positive("--batch", batch, 10'000'000), query, prefix}};
+    warn_context(ctx, m, "--prefix", fmt::format("{}", prefix), prefix + query);
   }
   w.causal = !non_causal;
   w.compute = compute;
-  w.kv = resolve_kv_dtype(kv_dtype, m);
+  w.kv = resolve_kv_dtype(ctx, kv_dtype, m);
   w.weights = weight_dtype.empty() ? attention_weight_dtype(m) : resolve_weight_dtype(weight_dtype);
   w.par = par;
   if (!(chunk >= 1 && chunk <= 1e12)) fail_flag("--chunk", fmt::format("{}", chunk), "expected a number of tokens in [1, 1e12]");

@@ -21,7 +21,8 @@ namespace mlaplan::cli {
 struct ModelFlags {
   std::string model = "deepseek-v3";
   std::vector<std::string> sets;
-  ModelSpec load() const;
+  // The model with its --set overrides; what the reader warns of goes to ctx.warnings.
+  ModelSpec load(Context& ctx) const;
 };
 void add_model_flags(CLI::App* app, ModelFlags& f);
 
@@ -38,8 +39,20 @@ void add_format_flag(CLI::App* app, std::string& format);
 // Renders the whole document, then writes it to ctx.out in one piece (nothing partial on error).
 void emit(Context& ctx, const Document& doc, const std::string& format);
 
-// --kv-dtype against the model (fp8_flashmla is an MLA layout).
-KvDtype resolve_kv_dtype(const std::string& s, const ModelSpec& m);
+// Every integer and number flag of `app` and its subcommands refuses what it cannot hold in one
+// line naming the flag and the value (instead of CLI11's "Could not convert"); flags that count
+// tokens or sequences take sizes as people write them: 4096, 32k, 1M (powers of two), and refuse
+// fractions. Ranges are checked where the flags are resolved.
+void strict_numbers(CLI::App& app);
+
+// A warning (one line, no prefix) printed on stderr before the output.
+void warn(Context& ctx, std::string line);
+// A warning when `tokens` (what `flag` = `value` asks for) go beyond max_position_embeddings.
+void warn_context(Context& ctx, const ModelSpec& m, const char* flag, const std::string& value, double tokens);
+
+// --kv-dtype against the model (fp8_flashmla is an MLA layout; a warning where FlashMLA does not
+// define it for the model's shape).
+KvDtype resolve_kv_dtype(Context& ctx, const std::string& s, const ModelSpec& m);
 WeightDtype resolve_weight_dtype(const std::string& s);
 // A positive integer flag (InputError naming the flag otherwise).
 std::int64_t positive(const char* flag, std::int64_t v, std::int64_t max = std::int64_t{1} << 40);
@@ -66,7 +79,7 @@ struct WorkloadFlags {
   std::string weight_dtype;  // default: what the config's quantization gives attention weights
   double chunk = 8192;
   std::int64_t spec_tokens = 0;  // speculative decoding's draft tokens per step
-  Workload resolve(const ModelSpec& m, const Parallelism& par, DType compute) const;
+  Workload resolve(Context& ctx, const ModelSpec& m, const Parallelism& par, DType compute) const;
 };
 void add_workload_flags(CLI::App* app, WorkloadFlags& f);
 std::vector<SequenceGroup> parse_mix(const std::string& text);

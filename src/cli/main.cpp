@@ -8,6 +8,6 @@
 #include "app.hpp"
 
 int main(int argc, char** argv) {
-  mlaplan::cli::Context ctx{std::cout, std::cerr, isatty(STDERR_FILENO) != 0, argc > 0 ? argv[0] : "mlaplan"};
+  mlaplan::cli::Context ctx{std::cout, std::cerr, isatty(STDERR_FILENO) != 0, argc > 0 ? argv[0] : "mlaplan", {}};
   return mlaplan::cli::run(std::vector<std::string>(argv + 1, argv + argc), ctx);
 }

@@ -1,15 +1,24 @@
 #include "mlaplan/core/dtype.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <utility>
 
 namespace mlaplan {
 namespace {
 
+// Names as users type them: case does not matter (FP8, BF16, fp8_FlashMLA).
+bool same_name(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
 template <class E, std::size_t N>
 std::optional<E> lookup(const std::array<std::pair<std::string_view, E>, N>& table, std::string_view s) {
   for (const auto& [name, value] : table)
-    if (name == s) return value;
+    if (same_name(name, s)) return value;
   return std::nullopt;
 }
 
@@ -54,8 +63,8 @@ double bytes_per_element(DType d) { return dtype_bits(d) / 8.0; }
 
 std::string_view to_string(KvDtype d) { return name_of(kKvDtypes, d); }
 std::optional<KvDtype> parse_kv_dtype(std::string_view s) {
-  if (s == "fp8_e4m3" || s == "fp8-e4m3") return KvDtype::fp8;
-  if (s == "fp8-flashmla" || s == "flashmla") return KvDtype::fp8_flashmla;
+  if (same_name(s, "fp8_e4m3") || same_name(s, "fp8-e4m3")) return KvDtype::fp8;
+  if (same_name(s, "fp8-flashmla") || same_name(s, "flashmla")) return KvDtype::fp8_flashmla;
   return lookup(kKvDtypes, s);
 }
 const std::vector<KvDtype>& all_kv_dtypes() {
@@ -65,7 +74,7 @@ const std::vector<KvDtype>& all_kv_dtypes() {
 
 std::string_view to_string(WeightDtype d) { return name_of(kWeightDtypes, d); }
 std::optional<WeightDtype> parse_weight_dtype(std::string_view s) {
-  if (s == "fp4") return WeightDtype::mxfp4;
+  if (same_name(s, "fp4")) return WeightDtype::mxfp4;
   return lookup(kWeightDtypes, s);
 }
 const std::vector<WeightDtype>& all_weight_dtypes() {

@@ -12,6 +12,8 @@ KvBytes mla_kv_bytes_per_token_per_layer(const MlaDims& m, KvDtype d) {
   return kv_vector_bytes(m.kv_lora_rank + m.qk_rope_head_dim, d);
 }
 
+bool flashmla_defines_layout(const MlaDims& m) { return m.kv_lora_rank == 512 && m.qk_rope_head_dim == 64; }
+
 KvBytes gqa_kv_bytes_per_token_per_layer(std::int64_t kv_heads, std::int64_t head_dim, KvDtype d) {
   // fp8_flashmla is an MLA layout; for per-head caches it degrades to plain fp8.
   const KvDtype plain = d == KvDtype::fp8_flashmla ? KvDtype::fp8 : d;

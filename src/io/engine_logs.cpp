@@ -68,8 +68,7 @@ std::vector<EngineLogRow> parse_engine_log_csv(const std::string& text, const st
   const std::vector<std::string>& header = rows.front();
   for (const std::string& h : header)
     if (std::find(columns().begin(), columns().end(), h) == columns().end()) {
-      const std::string near = closest_match(h, columns());
-      fail_key(where, "header", h, fmt::format("unknown column{}", near.empty() ? "" : fmt::format("; did you mean '{}'?", near)));
+      fail_key(where, "header", h, "unknown column" + did_you_mean(h, columns()));
     }
   for (const std::string& c : columns()) {
     if (std::count(header.begin(), header.end(), c) > 1) fail_key(where, "header", c, "column given twice");

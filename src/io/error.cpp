@@ -18,12 +18,20 @@ std::string one_line(std::string s) {
 }
 }  // namespace
 
+std::string key_message(std::string_view where, std::string_view key, std::string_view value, std::string_view problem) {
+  return one_line(fmt::format("{}: key '{}' = {}: {}", where, key, value, problem));
+}
+
+std::string flag_message(std::string_view flag, std::string_view value, std::string_view problem) {
+  return one_line(fmt::format("{}: value '{}': {}", flag, value, problem));
+}
+
 void fail_key(std::string_view where, std::string_view key, std::string_view value, std::string_view problem) {
-  throw InputError(one_line(fmt::format("{}: key '{}' = {}: {}", where, key, value, problem)));
+  throw InputError(key_message(where, key, value, problem));
 }
 
 void fail_flag(std::string_view flag, std::string_view value, std::string_view problem) {
-  throw InputError(one_line(fmt::format("{}: value '{}': {}", flag, value, problem)));
+  throw InputError(flag_message(flag, value, problem));
 }
 
 void fail(std::string_view where, std::string_view problem) { throw InputError(one_line(fmt::format("{}: {}", where, problem))); }
@@ -56,6 +64,11 @@ std::string closest_match(std::string_view name, const std::vector<std::string>&
     }
   }
   return best;
+}
+
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates) {
+  const std::string near = closest_match(name, candidates);
+  return near.empty() ? std::string{} : fmt::format("; did you mean '{}'?", near);
 }
 
 }  // namespace mlaplan

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
+#include <stdexcept>
 #include <fstream>
 #include <memory>
 #include <limits>
@@ -15,6 +17,7 @@
 #include "mlaplan/core/kv.hpp"
 #include "mlaplan/core/params.hpp"
 #include "mlaplan/io/error.hpp"
+#include "mlaplan/io/lists.hpp"
 
 namespace mlaplan {
 
@@ -34,11 +37,46 @@ constexpr double kMaxBytesPerToken = 1e10;
 
 std::string show(const json& v) { return show_json(v); }
 
+// Every key the reader understands, relative to the language-model part of a config (nested keys
+// dotted): `--set` accepts these and the keys a config already has. Reader refuses to read a key
+// missing here, so the list cannot fall behind the reader.
+constexpr std::string_view kReadKeys[] = {
+    "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "num_hidden_layers", "vocab_size",
+    "intermediate_size", "max_position_embeddings", "tie_word_embeddings", "attention_bias", "model_type",
+    "torch_dtype", "dtype", "text_config",
+    // MLA and DeepSeek Sparse Attention
+    "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank", "index_n_heads",
+    "index_head_dim", "index_topk", "num_nextn_predict_layers",
+    // sliding windows
+    "sliding_window", "layer_types", "use_sliding_window", "max_window_layers", "sliding_window_pattern",
+    // mixtures of experts
+    "n_routed_experts", "num_local_experts", "num_experts", "num_experts_per_tok", "experts_per_token",
+    "moe_intermediate_size", "n_shared_experts", "topk_method", "first_k_dense_replace", "moe_layer_freq",
+    "decoder_sparse_step", "mlp_only_layers",
+    // quantization
+    "quantization_config", "quantization_config.quant_method", "quantization_config.weight_block_size",
+    "quantization_config.modules_to_not_convert",
+    // hybrid decoders, read to refuse them
+    "layers_block_type", "attn_layer_period", "attn_layer_offset", "hybrid_override_pattern", "attn_type_list"};
+
+bool reads_key(std::string_view key) {
+  return std::find(std::begin(kReadKeys), std::end(kReadKeys), key) != std::end(kReadKeys);
+}
+
+// Model types whose configs the reader has been checked against (the bundled ones and those it
+// special-cases); another one is read from its fields with a note.
+constexpr std::string_view kKnownModelTypes[] = {
+    "deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe",
+    "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3", "gemma3_text", "gpt_oss"};
+
 class Reader {
  public:
   Reader(const json& cfg, std::string source) : cfg_(cfg), source_(std::move(source)) {}
 
-  bool has(const char* key) const { return cfg_.contains(key) && !cfg_.at(key).is_null(); }
+  bool has(const char* key) const {
+    if (!reads_key(key)) throw std::logic_error(fmt::format("hf_config reads '{}' but kReadKeys does not list it", key));
+    return cfg_.contains(key) && !cfg_.at(key).is_null();
+  }
   const json& at(const char* key) const { return cfg_.at(key); }
   const std::string& source() const { return source_; }
 
@@ -160,6 +198,8 @@ std::vector<LayerSpec> read_layers(const Reader& r, ModelSpec& m, const std::str
       if (t == "sliding_attention") {
         if (window <= 0) r.bad("sliding_window", "layer_types has sliding_attention layers but no sliding_window");
         slide(i);
+      } else if (t == "linear_attention" || t == "mamba" || t == "conv" || t == "recurrent") {
+        r.bad("layer_types", fmt::format("entry {} = {}: a layer that keeps a recurrent state, not a KV cache: mlaplan models decoders whose every layer is attention", i, show(types[i])));
       } else if (t != "full_attention") {
         r.bad("layer_types", fmt::format("entry {} = {}: expected \"full_attention\" or \"sliding_attention\"", i, show(types[i])));
       }
@@ -237,6 +277,26 @@ void read_mlp(const Reader& r, ModelSpec& m, const std::string& model_type) {
   if (any_dense && m.intermediate == 0) r.bad("intermediate_size", "required for the dense MLP layers");
 }
 
+// Decoders that interleave attention with state-space (Mamba) or linear-attention layers: only
+// their attention layers hold a KV cache, and the others keep a recurrent state per sequence that
+// no formula here counts. Costing every layer as attention would overstate the cache (Jamba: 8x),
+// so such configs are refused, naming the field that shows it.
+void refuse_hybrid(const Reader& r, const json& cfg, const std::string& model_type) {
+  const char* why = "mlaplan models decoders whose every layer is attention, and would cost the other layers as attention";
+  if (r.has("layers_block_type")) r.bad("layers_block_type", fmt::format("layers of other kinds than attention: {}", why));
+  if (r.has("attn_layer_period"))
+    r.bad("attn_layer_period", fmt::format("attention on only some layers, state-space (Mamba) layers between: {}", why));
+  if (r.has("hybrid_override_pattern")) r.bad("hybrid_override_pattern", fmt::format("a hybrid of attention and state-space layers: {}", why));
+  if (r.has("attn_type_list")) r.bad("attn_type_list", fmt::format("a hybrid of linear and softmax attention: {}", why));
+  for (const auto& item : cfg.items()) {
+    const std::string& k = item.key();
+    if (k.rfind("mamba_", 0) == 0 || k.rfind("ssm_", 0) == 0 || k.rfind("linear_", 0) == 0)
+      fail_key(r.source(), k, show(item.value()), fmt::format("a state-space or linear-attention field: {}", why));
+  }
+  for (std::string_view hybrid : {"jamba", "zamba", "zamba2", "bamba", "falcon_h1", "nemotron_h", "granitemoehybrid", "qwen3_next", "minimax"})
+    if (model_type == hybrid) r.bad("model_type", fmt::format("a hybrid decoder: {}", why));
+}
+
 void read_quantization(const Reader& r, ModelSpec& m) {
   if (!r.has("quantization_config")) return;
   const json& q = r.at("quantization_config");
@@ -255,7 +315,8 @@ void read_quantization(const Reader& r, ModelSpec& m) {
   } else if (method == "mxfp4") {
     m.quant = WeightQuant::mxfp4;
   } else {
-    m.notes.push_back(fmt::format("quantization_config quant_method '{}' is not modelled: weights counted as bf16 unless --weight-dtype says otherwise", method));
+    m.warnings.push_back(key_message(r.source(), "quantization_config.quant_method", show(q.contains("quant_method") ? q["quant_method"] : json()),
+                                     "a quantization mlaplan does not model: weights counted as bf16 unless --weight-dtype says otherwise"));
     return;
   }
   if (q.contains("modules_to_not_convert") && q["modules_to_not_convert"].is_array()) {
@@ -312,7 +373,7 @@ json load_json_file(const std::filesystem::path& path, const std::string& shown)
   }
 }
 
-void apply_override(json& config, const std::string& assignment) {
+void apply_override(json& config, const std::string& assignment, const std::string& where) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) fail_flag("--set", assignment, "expected key=value");
   const std::string key = assignment.substr(0, eq);
@@ -326,21 +387,27 @@ void apply_override(json& config, const std::string& assignment) {
   json* node = &config;
   if (config.contains("text_config") && config["text_config"].is_object() && !config.contains("num_hidden_layers"))
     node = &config["text_config"];
-  std::size_t start = 0;
-  while (true) {
-    const auto dot = key.find('.', start);
-    const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (part.empty()) fail_flag("--set", assignment, "empty key segment");
-    if (dot == std::string::npos) {
-      (*node)[part] = value;
-      return;
+  const std::vector<std::string> parts = split(key, '.');
+  if (std::find(parts.begin(), parts.end(), "") != parts.end()) fail_flag("--set", assignment, "empty key segment");
+  std::string path;  // the dotted key up to the current segment
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    const std::string parent = path;
+    path += (path.empty() ? "" : ".") + part;
+    // A key the config has or the reader understands; anything else is a typo, not a what-if.
+    if (!node->contains(part) && !reads_key(path)) {
+      std::vector<std::string> names(std::begin(kReadKeys), std::end(kReadKeys));
+      for (const auto& item : node->items()) names.push_back(parent.empty() ? item.key() : fmt::format("{}.{}", parent, item.key()));
+      fail_flag("--set", assignment,
+                fmt::format("'{}' is neither a key of {} nor one mlaplan reads{}", path, where, did_you_mean(path, names)));
     }
+    if (i + 1 == parts.size()) break;
     json& next = (*node)[part];
     if (next.is_null()) next = json::object();
     if (!next.is_object()) fail_flag("--set", assignment, fmt::format("'{}' is not an object", part));
     node = &next;
-    start = dot + 1;
   }
+  (*node)[parts.back()] = value;
 }
 
 ModelSpec parse_hf_config(const json& root, const std::string& source, const std::string& name) {
@@ -350,7 +417,11 @@ ModelSpec parse_hf_config(const json& root, const std::string& source, const std
   m.name = name;
   m.source = source;
   m.model_type = r.string_or("model_type", root.contains("model_type") && root["model_type"].is_string() ? root["model_type"].get<std::string>() : std::string{});
+  refuse_hybrid(r, cfg, m.model_type);
   read_attention(r, m);
+  if (!m.model_type.empty() && std::find(std::begin(kKnownModelTypes), std::end(kKnownModelTypes), m.model_type) == std::end(kKnownModelTypes))
+    m.warnings.push_back(key_message(source, "model_type", show(json(m.model_type)),
+                                     fmt::format("not a model type mlaplan knows: read as {} from its fields", to_string(m.attention))));
   m.layers = read_layers(r, m, m.model_type);
   read_mlp(r, m, m.model_type);
   m.vocab = r.integer("vocab_size");
@@ -381,7 +452,7 @@ ModelSpec load_model_file(const std::filesystem::path& path, const std::string& 
   }
   const std::string where = shown.empty() ? file.string() : shown;
   json cfg = load_json_file(file, where);
-  for (const auto& o : overrides) apply_override(cfg, o);
+  for (const auto& o : overrides) apply_override(cfg, o, where);
   ModelSpec m = parse_hf_config(cfg, where, name);
   if (!overrides.empty()) {
     std::string joined;

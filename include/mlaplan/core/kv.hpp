@@ -12,6 +12,10 @@ namespace mlaplan {
 // fp8_flashmla: r fp8 values + r/128 fp32 scales + d_r bf16 values (FlashMLA README: 656 B).
 KvBytes mla_kv_bytes_per_token_per_layer(const MlaDims& m, KvDtype d);
 
+// FlashMLA defines its fp8 layout for DeepSeek's shapes only: r = 512 (four 128-value scale
+// groups) and d_r = 64. Other shapes get the same rule extrapolated, which no kernel implements.
+bool flashmla_defines_layout(const MlaDims& m);
+
 // MHA/GQA/MQA: 2 · h_kv · d · b (one key and one value vector per KV head).
 KvBytes gqa_kv_bytes_per_token_per_layer(std::int64_t kv_heads, std::int64_t head_dim, KvDtype d);
 

@@ -83,6 +83,9 @@ struct ModelSpec {
 
   std::string torch_dtype = "bfloat16";
   std::vector<std::string> notes;  // how fields were interpreted (derived values, ignored windows)
+  // What a user must hear about even when the answer is printed (an unknown model_type, a
+  // quantization read as bf16): one line each, shown on stderr.
+  std::vector<std::string> warnings;
 
   std::int64_t num_layers() const { return static_cast<std::int64_t>(layers.size()); }
   bool is_mla() const { return mla.has_value(); }

@@ -13,6 +13,10 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The lines fail_key and fail_flag throw, for warnings that name a key or flag without refusing it.
+std::string key_message(std::string_view where, std::string_view key, std::string_view value, std::string_view problem);
+std::string flag_message(std::string_view flag, std::string_view value, std::string_view problem);
+
 // "<where>: key '<key>' = <value>: <problem>"
 [[noreturn]] void fail_key(std::string_view where, std::string_view key, std::string_view value,
                            std::string_view problem);
@@ -23,5 +27,7 @@ class InputError : public std::runtime_error {
 
 // The closest candidate to `name` by edit distance, or "" when none is close.
 std::string closest_match(std::string_view name, const std::vector<std::string>& candidates);
+// "; did you mean '<closest>'?", or "" when no candidate is close: the tail of a refusal.
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates);
 
 }  // namespace mlaplan

@@ -18,8 +18,10 @@ std::string show_json(const nlohmann::json& v);
 nlohmann::json load_json_file(const std::filesystem::path& path, const std::string& shown = {});
 
 // Applies one "key=value" override (dotted keys reach nested objects; the value is read as
-// JSON when it parses, otherwise as a string) before interpretation.
-void apply_override(nlohmann::json& config, const std::string& assignment);
+// JSON when it parses, otherwise as a string) before interpretation. The key must be one the
+// config has or one the reader understands: anything else is refused with "did you mean" from
+// both (`where` names the config in that message).
+void apply_override(nlohmann::json& config, const std::string& assignment, const std::string& where = "the config");
 
 // Interprets a config. `source` names the file in error messages; `name` is the display name.
 ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& source, const std::string& name);
