@@ -70,3 +70,52 @@ TEST_CASE("kv --explain golden text for DeepSeek-V3 and Llama-3.1-70B", "[explai
   CHECK(test::run("kv --model deepseek-v3 --tokens 32768 --sequences 8 --block-size 64 --tp 8 --explain").out == golden("kv-deepseek-v3.txt"));
   CHECK(test::run("kv --model llama-3.1-70b --tokens 32768 --sequences 8 --block-size 16 --tp 8 --dp 2 --explain").out == golden("kv-llama-3.1-70b.txt"));
 }
+
+TEST_CASE("capacity --explain agrees with the study on every bundled model", "[explain][property]") {
+  const HardwareSpec h200 = load_gpu("h200");
+  for (const ModelSpec& m : all_models()) {
+    const Parallelism par{8, 1, 1};
+    if (!check_layout(m, par).ok()) continue;
+    INFO(m.name);
+    CapacityRequest req;
+    req.par = par;
+    req.weights = default_weight_plan(m);
+    req.context = 4096;
+    req.block_size = 16;
+    const CapacityStudy st = capacity_study(m, h200, req, [&](const Parallelism& p) { return activation_reserve_estimate(m, p, 8192); });
+    const auto s = explain_capacity(m, h200, st, 8192, false);
+    CHECK(step(s, "weights on one rank").value == st.result.weight_bytes_per_rank.value);
+    CHECK(step(s, "activation reserve").value == st.result.reserve_bytes_per_rank.value);
+    CHECK(step(s, "activation reserve").substituted.rfind("8,192 · 2 B · (2 · ", 0) == 0);
+    CHECK(step(s, "KV pool on one rank").value == st.result.kv_pool_bytes_per_rank.value);
+    CHECK(step(s, "tokens on one rank").value == st.result.max_tokens_per_rank);
+    CHECK(step(s, "sequences in the deployment").value == st.result.max_sequences);
+    std::int64_t groups = 0;
+    for (const ExplainStep& x : s)
+      if (x.quantity.rfind("weights on one rank: ", 0) == 0) groups += x.value;
+    CHECK(groups == st.result.weight_bytes_per_rank.value);
+  }
+}
+
+TEST_CASE("capacity --engine --explain: the budget lines add up and the blocks follow", "[explain][property]") {
+  const HardwareSpec h200 = load_gpu("h200");
+  for (const EngineProfile& p : bundled_engines())
+    for (const char* name : {"deepseek-r1", "llama-3.1-8b"}) {
+      const ModelSpec m = test::model(name);
+      INFO(p.label() << " " << name);
+      const EngineCapacity e = engine_capacity(m, h200, p, default_weight_plan(m), {8, 1, 1}, KvDtype::bf16, EngineSettings{}, 0);
+      if (!e.fits()) continue;
+      const auto s = explain_engine_capacity(e);
+      CHECK(step(s, "the lines' sum").value == e.total_seen.value);
+      const std::int64_t block = std::max<std::int64_t>(1, e.block_size);
+      CHECK(step(s, "blocks").value == e.kv_pool.value / (e.kv_bytes_per_token.value * block));
+      CHECK(step(s, "tokens the engine logs").value == e.engine_kv_tokens);
+    }
+}
+
+TEST_CASE("capacity --explain golden text for DeepSeek-V3 and Llama-3.1-70B", "[explain][golden]") {
+  CHECK(test::run("capacity --model deepseek-v3 --gpu h200 --tp 8 --context 32768 --block-size 64 --explain").out == golden("capacity-deepseek-v3.txt"));
+  CHECK(test::run("capacity --model llama-3.1-70b --gpu h100 --tp 4 --dp 2 --context 8192 --block-size 16 --explain").out ==
+        golden("capacity-llama-3.1-70b.txt"));
+  CHECK(test::run("capacity --model deepseek-r1 --gpu h200 --tp 8 --engine vllm@0.7.3 --explain").out == golden("capacity-engine-deepseek-r1.txt"));
+}

@@ -29,6 +29,7 @@ struct CapacityFlags {
   std::string engine;       // empty: mlaplan's plain model
   std::int64_t max_model_len = 0, max_num_seqs = 0, mtp = -1;
   bool enforce_eager = false, no_mtp = false;
+  bool explain = false;
   std::string format = "table";
 };
 
@@ -72,7 +73,9 @@ Document engine_capacity_for(const CapacityFlags& f, CLI::App* app, Context& ctx
   const std::int64_t context = app->count("--context") ? positive("--context", f.context, std::int64_t{1} << 40) : 0;
   warn_context(ctx, m, "--context", std::to_string(context), static_cast<double>(context));
   const EngineCapacity e = engine_capacity(m, hw, prof, w, par, kv, s, context);
-  return engine_capacity_document(m, hw, par, kv, e, context);
+  Document doc = engine_capacity_document(m, hw, par, kv, e, context);
+  if (f.explain) add_explain_table(doc, explain_engine_capacity(e));
+  return doc;
 }
 
 Document capacity(const CapacityFlags& f, CLI::App* app, Context& ctx) {
@@ -100,7 +103,10 @@ Document capacity(const CapacityFlags& f, CLI::App* app, Context& ctx) {
   const std::string note = f.reserve_gib >= 0
                                ? fmt::format("Activation reserve set by --reserve-gib {}.", f.reserve_gib)
                                : fmt::format("Activation reserve estimated for a {}-token forward pass (2 B activations); set it with --reserve-gib.", mbt);
-  return capacity_document(m, hw, capacity_study(m, hw, req, reserve), note);
+  const CapacityStudy st = capacity_study(m, hw, req, reserve);
+  Document doc = capacity_document(m, hw, st, note);
+  if (f.explain) add_explain_table(doc, explain_capacity(m, hw, st, mbt, f.reserve_gib >= 0));
+  return doc;
 }
 
 }  // namespace
@@ -124,6 +130,7 @@ void register_capacity_command(CLI::App& app, Context& ctx) {
   c->add_option("--mtp", f->mtp, "with --engine: speculative decoding with the MTP module, N draft tokens (loads its weights and KV layer)");
   c->add_flag("--no-mtp", f->no_mtp, "with --engine: no MTP module (the engines' default)");
   c->add_option("--reserve-gib", f->reserve_gib, "activation/workspace reserve per GPU in GiB (default: estimated)");
+  c->add_flag("--explain", f->explain, "each number with its formula and the values substituted");
   add_format_flag(c, f->format);
   c->callback([f, c, &ctx] {
     if (c->count("--mtp") && f->no_mtp) fail_flag("--no-mtp", "true", "give --mtp N or --no-mtp, not both");

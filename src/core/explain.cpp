@@ -115,4 +115,70 @@ std::vector<ExplainStep> explain_kv(const ModelSpec& m, KvDtype d, const Paralle
   return s;
 }
 
+std::vector<ExplainStep> explain_capacity(const ModelSpec& m, const HardwareSpec& hw, const CapacityStudy& st, std::int64_t batched_tokens,
+                                          bool reserve_given) {
+  const CapacityRequest& q = st.request;
+  const CapacityResult& r = st.result;
+  std::vector<ExplainStep> s;
+  s.push_back({"memory of one GPU", "the hardware file's memory_capacity", hw.name, bytes(r.memory_per_rank.value), r.memory_per_rank.value});
+  s.push_back({"usable memory", "⌊memory · mem_util⌋", cat("⌊", bytes(r.memory_per_rank.value), " · ", q.mem_util, "⌋"), bytes(r.usable_per_rank.value),
+               r.usable_per_rank.value});
+  std::string terms;
+  for (const WeightGroupRow& w : st.weights) {
+    s.push_back({cat("weights on one rank: ", to_string(w.group)), "its tensors at their dtypes (block scales included), split by TP and EP",
+                 cat(grouped(w.params.value), " parameters, ", bytes(w.bytes.value), " in all"), bytes(w.bytes_per_rank.value), w.bytes_per_rank.value});
+    terms = cat(terms, terms.empty() ? "" : " + ", bytes(w.bytes_per_rank.value));
+  }
+  s.push_back({"weights on one rank", "the groups' sum", terms, bytes(r.weight_bytes_per_rank.value), r.weight_bytes_per_rank.value});
+  if (reserve_given) {
+    s.push_back({"activation reserve", "--reserve-gib", "given", bytes(r.reserve_bytes_per_rank.value), r.reserve_bytes_per_rank.value});
+  } else {
+    // The estimate is tokens · 2 B · (2 · hidden + widest), so the widest intermediate is exact.
+    const std::int64_t widest = r.reserve_bytes_per_rank.value / (2 * std::max<std::int64_t>(1, batched_tokens)) - 2 * m.hidden;
+    s.push_back({"activation reserve", "batched tokens · 2 B · (2 · hidden_size + widest per-rank intermediate: MLP gate+up, active experts or QKV)",
+                 cat(grouped(batched_tokens), " · 2 B · (2 · ", grouped(m.hidden), " + ", grouped(widest), ")"), bytes(r.reserve_bytes_per_rank.value),
+                 r.reserve_bytes_per_rank.value});
+  }
+  s.push_back({"KV pool on one rank", "usable − weights − reserve (0 when negative)",
+               cat(bytes(r.usable_per_rank.value), " − ", bytes(r.weight_bytes_per_rank.value), " − ", bytes(r.reserve_bytes_per_rank.value)),
+               bytes(r.kv_pool_bytes_per_rank.value), r.kv_pool_bytes_per_rank.value});
+  s.push_back({"cache bytes per token on one rank", "all layers, the indexer's included (kv --explain derives it)", cat("TP ", q.par.tp),
+               bytes(r.kv_bytes_per_token_per_rank.value), r.kv_bytes_per_token_per_rank.value});
+  const std::int64_t block = std::max<std::int64_t>(1, q.block_size);
+  if (m.has_sliding_layers()) {
+    s.push_back({"tokens on one rank", "tokens in whole sequences of the context, then in the longest partial one the rest holds (windows)",
+                 cat(grouped(r.sequences_per_rank), " · ", grouped(q.context), " + the partial sequence"), grouped(r.max_tokens_per_rank),
+                 r.max_tokens_per_rank});
+  } else {
+    s.push_back({"tokens on one rank", "⌊pool / (bytes per token · block_size)⌋ · block_size",
+                 cat("⌊", bytes(r.kv_pool_bytes_per_rank.value), " / (", bytes(r.kv_bytes_per_token_per_rank.value), " · ", block, ")⌋ · ", block),
+                 grouped(r.max_tokens_per_rank), r.max_tokens_per_rank});
+  }
+  s.push_back({"bytes of one sequence on one rank", "its tokens held per layer (windows cap sliding layers), in whole pages, at the per-layer width",
+               cat(grouped(q.context), " tokens"), bytes(r.sequence_bytes_per_rank.value), r.sequence_bytes_per_rank.value});
+  s.push_back({"sequences on one rank", "⌊pool / bytes of one sequence⌋",
+               cat("⌊", bytes(r.kv_pool_bytes_per_rank.value), " / ", bytes(r.sequence_bytes_per_rank.value), "⌋"), grouped(r.sequences_per_rank),
+               r.sequences_per_rank});
+  s.push_back({"sequences in the deployment", "per rank · DP (each data-parallel replica holds its own)", cat(grouped(r.sequences_per_rank), " · ", q.par.dp),
+               grouped(r.max_sequences), r.max_sequences});
+  return s;
+}
+
+std::vector<ExplainStep> explain_engine_capacity(const EngineCapacity& e) {
+  std::vector<ExplainStep> s;
+  std::int64_t sum = 0;
+  for (const BudgetLine& l : e.lines) {
+    s.push_back({l.label, l.source, l.key, bytes(l.bytes.value), l.bytes.value});
+    sum += l.bytes.value;
+  }
+  s.push_back({"the lines' sum", "equals the total the framework sees", bytes(e.total_seen.value), bytes(sum), sum});
+  const std::int64_t block = std::max<std::int64_t>(1, e.block_size);
+  s.push_back({"blocks", "⌊KV pool / (bytes per token · block size)⌋ (the engine's own cache layout)",
+               cat("⌊", bytes(e.kv_pool.value), " / (", bytes(e.kv_bytes_per_token.value), " · ", block, ")⌋"), grouped(e.blocks), e.blocks});
+  s.push_back({"tokens the engine logs", "blocks · block size", cat(grouped(e.blocks), " · ", block), grouped(e.engine_kv_tokens), e.engine_kv_tokens});
+  s.push_back({"maximum concurrency", "tokens / max_model_len (as vLLM logs it)", cat(grouped(e.engine_kv_tokens), " / ", grouped(e.max_model_len)),
+               cat(e.engine_max_concurrency), static_cast<std::int64_t>(e.engine_max_concurrency)});
+  return s;
+}
+
 }  // namespace mlaplan

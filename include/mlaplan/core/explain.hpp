@@ -6,9 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "mlaplan/core/engine_memory.hpp"
 #include "mlaplan/core/kv.hpp"
 #include "mlaplan/core/model.hpp"
 #include "mlaplan/core/parallelism.hpp"
+#include "mlaplan/core/study.hpp"
 
 namespace mlaplan {
 
@@ -24,6 +26,13 @@ struct ExplainStep {
 // `tokens` (0: none) in pages of `block_size`.
 std::vector<ExplainStep> explain_kv(const ModelSpec& m, KvDtype d, const Parallelism& par, std::int64_t tokens, std::int64_t sequences,
                                     std::int64_t block_size);
+
+// `capacity` (mlaplan's own budget): usable memory, weights by group, the activation reserve (its
+// estimate for `batched_tokens`, or given), the KV pool, bytes per token, tokens and sequences.
+std::vector<ExplainStep> explain_capacity(const ModelSpec& m, const HardwareSpec& hw, const CapacityStudy& st, std::int64_t batched_tokens,
+                                          bool reserve_given);
+// `capacity --engine`: the engine's budget lines as it computes them, then its tokens and sequences.
+std::vector<ExplainStep> explain_engine_capacity(const EngineCapacity& e);
 
 // 1234567 -> "1,234,567".
 std::string grouped(std::int64_t v);
