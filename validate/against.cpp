@@ -213,6 +213,11 @@ std::vector<const Row*> select(const std::vector<Row>& rows, const std::string& 
   return out;
 }
 
+// Every row of one kernel family.
+std::vector<const Row*> of_kernel(const std::vector<Row>& rows, const std::string& kernel) {
+  return select(rows, kernel, [](const Row&) { return true; });
+}
+
 double ape_of(double predicted, double measured) { return std::fabs(predicted - measured) / measured; }
 
 // Errors of the rows that have the prediction (a GPU left out with no other GPU to fit on has none).
@@ -272,7 +277,7 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
              {"fit_p90_ape", "refit p90 (held out)", Unit::fraction}},
             .rows = {}};
   for (const char* k : {kDecode, kPrefill}) {
-    const auto all = select(rows, k, [](const Row&) { return true; });
+    const auto all = of_kernel(rows, k);
     if (all.empty()) continue;
     const ErrorStats s = ape_stats(errors(all, &Row::sol_s)), f = ape_stats(errors(select(rows, k, [](const Row& r) { return !r.train; }), &Row::fit_s));
     err.rows.push_back({std::string(k), static_cast<std::int64_t>(all.size()), s.median, s.p90, f.median, f.p90});
@@ -354,16 +359,16 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
   for (const char* k : {kDecode, kPrefill}) {
     for (std::size_t g = 0; g < gpus.size(); ++g) {
       std::vector<Row>& mine = per_gpu[g];
-      if (select(mine, k, [](const Row&) { return true; }).empty()) continue;
+      if (of_kernel(mine, k).empty()) continue;
       // Transfer: from the other GPUs of the same architecture when any has rows, else from all.
-      auto has_rows = [&](std::size_t o) { return o != g && fittable(o) && !select(per_gpu[o], k, [](const Row&) { return true; }).empty(); };
+      auto has_rows = [&](std::size_t o) { return o != g && fittable(o) && !of_kernel(per_gpu[o], k).empty(); };
       bool same_arch = false;
       for (std::size_t o = 0; o < gpus.size(); ++o) same_arch = same_arch || (has_rows(o) && !gpus[g].architecture.empty() && gpus[o].architecture == gpus[g].architecture);
       std::vector<const Row*> others;
       std::string on;
       for (std::size_t o = 0; o < gpus.size(); ++o)
         if (has_rows(o) && (!same_arch || gpus[o].architecture == gpus[g].architecture)) {
-          const auto part = select(per_gpu[o], k, [](const Row&) { return true; });
+          const auto part = of_kernel(per_gpu[o], k);
           if (!part.empty()) on += (on.empty() ? "" : " + ") + gpus[o].name;
           others.insert(others.end(), part.begin(), part.end());
         }
@@ -387,7 +392,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
           if (d < best) best = d, r.lookup_s = o->measured_s * r.sol_s / o->sol_s;
         }
       }
-      const auto all = select(mine, k, [](const Row&) { return true; });
+      const auto all = of_kernel(mine, k);
       const auto held = select(mine, k, [](const Row& r) { return !r.train; });
       const ErrorStats s = ape_stats(errors(all, &Row::sol_s)), l = ape_stats(errors(all, &Row::logo_s)), u = ape_stats(errors(all, &Row::lookup_s)),
                        t = ape_stats(errors(held, &Row::fit_s));
@@ -405,7 +410,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
       std::string on;
       for (std::size_t g = 0; g < gpus.size(); ++g)
         if (fittable(g) && (arch.empty() || gpus[g].architecture == arch)) {
-          const auto part = select(per_gpu[g], k, [](const Row&) { return true; });
+          const auto part = of_kernel(per_gpu[g], k);
           if (!part.empty()) on += (on.empty() ? "" : " + ") + gpus[g].name;
           every.insert(every.end(), part.begin(), part.end());
         }
