@@ -153,11 +153,13 @@ TEST_CASE("cost --format json: paths with totals, per-layer figures and ops", "[
   for (const char* path : {"absorb", "expand", "chunked"}) {
     INFO(path);
     const json& p = j["paths"][path];
-    for (const char* k : {"flops", "bytes", "time_s", "intensity_flop_per_byte", "bound", "flops_per_layer", "bytes_per_layer",
-                          "time_s_per_layer", "intensity_flop_per_byte_per_layer", "bound_per_layer"})
+    for (const char* k : {"flops_all_layers", "bytes_all_layers", "time_s_all_layers", "intensity_flop_per_byte", "bound", "flops_per_layer",
+                          "bytes_per_layer", "time_s_per_layer", "intensity_flop_per_byte_per_layer", "bound_per_layer"})
       CHECK(p.contains(k));
+    for (const char* k : {"flops", "bytes", "time_s"}) CHECK_FALSE(p.contains(k));  // named per layer or all layers since issue 13
     CHECK(p["ops"].is_array());
-    CHECK(p["flops"].get<double>() == Approx(p["flops_per_layer"].get<double>() * 61));
+    CHECK(p["ops"][0].contains("flops_per_layer"));
+    CHECK(p["flops_all_layers"].get<double>() == Approx(p["flops_per_layer"].get<double>() * 61));
   }
   CHECK(j["paths"]["expand"]["flops_per_layer"].get<double>() == 33554432.0 * 8192 + 81920.0 * 8192);
   CHECK(j["paths"]["absorb"]["ops"].size() == 3);

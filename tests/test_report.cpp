@@ -158,7 +158,7 @@ TEST_CASE("The default report: four valid SVGs, CSVs that match the spec, md num
       {"sequences.csv", {layouts * kvs * 9, "model,gpu,layout,kv_dtype,context_tokens,max_sequences"}},
       {"intensity.csv", {tps * kvs * 2, "model,gpu,tp,kv_dtype,path,intensity_flop_per_byte,ridge_flop_per_byte,bound,time_s_per_layer"}},
       {"crossover.csv", {tps * kvs * 19, ""}},
-      {"roofline_ops.csv", {3 + 3 + 4, "model,gpu,path,op,flops,bytes,intensity_flop_per_byte,time_s,attained_flops_per_s"}},
+      {"roofline_ops.csv", {3 + 3 + 4, "model,gpu,path,op,flops_per_layer,bytes_per_layer,intensity_flop_per_byte,time_s_per_layer,attained_flops_per_s"}},
   };
   std::map<std::string, std::vector<std::vector<std::string>>> csvs;
   for (const auto& [file, want] : expected) {

@@ -135,9 +135,28 @@ TEST_CASE("Token counts take 32k and 1M and refuse fractions", "[strict][numbers
   expect_refusal("capacity --context 0.7k", "--context: value '0.7k': expected a whole number of tokens (e.g. 4096, 32k, 1M)");
   expect_refusal("capacity --context -1", "--context: value '-1': must be a positive integer");
   expect_refusal("capacity --context 2048G", "--context: value '2199023255552': must be at most 1099511627776");
-  expect_refusal("cost --chunk 1,2", "--chunk: value '1,2': expected a whole number of tokens (e.g. 4096, 32k, 1M)");
   expect_refusal("cost --mix 2x1@1.5q", "--mix: value '2x1@1.5q': '1.5q' is not a finite number");
   expect_refusal("crossover --prefix 0:1x:x2", "--prefix: value '0:1x:x2': '1x' is not a finite number");
+}
+
+TEST_CASE("List flags: cost --chunk sweeps and single-value flags say they take one value", "[strict][numbers]") {
+  const Run r = run("cost --chunk 1k,4k --prefix 32k --format json");
+  REQUIRE(r.code == 0);
+  const json j = json::parse(r.out);
+  CHECK_FALSE(j["paths"].contains("chunked"));
+  CHECK(j["paths"]["chunked_1024"]["chunk_tokens"] == 1024);
+  CHECK(j["paths"]["chunked_4096"]["chunk_tokens"] == 4096);
+  // Smaller chunks re-read W_UKV once per chunk: more bytes.
+  CHECK(j["paths"]["chunked_1024"]["bytes_per_layer"].get<double>() > j["paths"]["chunked_4096"]["bytes_per_layer"].get<double>());
+  expect_same("cost --chunk 1k:4k:x4 --format json", "cost --chunk 1024,4096 --format json");
+  CHECK(json::parse(run("cost --format json").out)["paths"]["chunked"]["chunk_tokens"] == 8192);
+  expect_refusal("cost --chunk 1.5", "--chunk: value '1.5': expected whole numbers of tokens in [1, 1e12]");
+  expect_refusal("cost --chunk 0,8", "--chunk: value '0,8': expected whole numbers of tokens in [1, 1e12]");
+  const std::string one = "takes one value here, not a list (cost sweeps --chunk; crossover --prefix, --tp and --kv-dtype; report sweeps in its spec)";
+  expect_refusal("cost --query 1,2", "--query: value '1,2': " + one);
+  expect_refusal("cost --tp 1,8", "--tp: value '1,8': " + one);
+  expect_refusal("crossover --batch 1,4", "--batch: value '1,4': " + one);
+  expect_refusal("kv --tokens 1k,2k", "--tokens: value '1k,2k': " + one);
 }
 
 TEST_CASE("Number flags refuse what they cannot hold in one line naming flag and value", "[strict][numbers]") {

@@ -39,7 +39,8 @@ Document cost(const CostFlags& f, Context& ctx) {
     budget = b.left;
     shortfall = b.shortfall;
   }
-  CostStudy st = cost_study(m, w, r.rf, budget, m.is_mla() ? resolve_policies(f.engine, m) : std::vector<EnginePolicy>{});
+  const std::vector<double> chunks = f.workload.chunks();
+  CostStudy st = cost_study(m, w, r.rf, budget, m.is_mla() ? resolve_policies(f.engine, m) : std::vector<EnginePolicy>{}, chunks);
   st.memory_shortfall = shortfall;
   return cost_document(m, r, w, st);
 }

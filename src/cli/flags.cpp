@@ -37,7 +37,7 @@ void warn_context(Context& ctx, const ModelSpec& m, const char* flag, const std:
 namespace {
 
 // Flags that count tokens or sequences, in every subcommand that has them: they take 32k and 1M.
-constexpr std::string_view kCountFlags[] = {"--tokens", "--sequences", "--context", "--query", "--prefix", "--chunk",
+constexpr std::string_view kCountFlags[] = {"--tokens", "--sequences", "--context", "--query", "--prefix",
                                             "--batch", "--block-size", "--max-batched-tokens", "--max-model-len",
                                             "--max-num-seqs", "--max-query", "--spec-tokens", "--mtp"};
 
@@ -47,6 +47,9 @@ CLI::Validator value_check(const std::string& flag, const std::string& type) {
   const bool count = std::find(std::begin(kCountFlags), std::end(kCountFlags), flag) != std::end(kCountFlags);
   return CLI::Validator(
       [flag, type, count](std::string& text) {
+        // A list where the command takes one value: say so, and where lists are taken.
+        if (text.find(',') != std::string::npos)
+          fail_flag(flag, text, "takes one value here, not a list (cost sweeps --chunk; crossover --prefix, --tp and --kv-dtype; report sweeps in its spec)");
         if (count) {
           const std::int64_t limit = std::int64_t{1} << 62;
           text = std::to_string(parse_whole(flag.c_str(), text, flag == "--batch" || flag == "--sequences" || flag == "--max-num-seqs" ? "sequences" : "tokens", -limit, limit));
@@ -167,7 +170,8 @@ void add_workload_flags(CLI::App* app, WorkloadFlags& f) {
   app->add_flag("--non-causal", f.non_causal, "every query sees every key");
   app->add_option("--kv-dtype", f.kv_dtype, "fp32 | bf16 | fp16 | fp8 | fp8_flashmla | fp4")->capture_default_str();
   app->add_option("--weight-dtype", f.weight_dtype, "dtype weights are read in (default: the config's quantization)");
-  app->add_option("--chunk", f.chunk, "chunked expand: keys of the batch expanded per chunk")->capture_default_str();
+  app->add_option("--chunk", f.chunk, "chunked expand: keys of the batch expanded per chunk; a list or range (1024,4096 or 1k:64k:x4) costs each")
+      ->capture_default_str();
   app->add_option("--spec-tokens", f.spec_tokens,
                   "speculative decoding with this many draft tokens: a request with Q <= 1 + this after a prefix is a verification "
                   "step, which engines run as decode")
@@ -216,6 +220,13 @@ std::vector<SequenceGroup> parse_mix(const std::string& text) {
   return groups;
 }
 
+std::vector<double> WorkloadFlags::chunks() const {
+  const std::vector<double> v = parse_number_list("--chunk", chunk, 0, 64);
+  for (double c : v)
+    if (!(c >= 1 && c <= 1e12 && c == std::floor(c))) fail_flag("--chunk", chunk, "expected whole numbers of tokens in [1, 1e12]");
+  return v;
+}
+
 Workload WorkloadFlags::resolve(Context& ctx, const ModelSpec& m, const Parallelism& par, DType compute) const {
   Workload w;
   if (!mix.empty()) {
@@ -234,8 +245,7 @@ Workload WorkloadFlags::resolve(Context& ctx, const ModelSpec& m, const Parallel
   w.kv = resolve_kv_dtype(ctx, kv_dtype, m);
   w.weights = weight_dtype.empty() ? attention_weight_dtype(m) : resolve_weight_dtype(weight_dtype);
   w.par = par;
-  if (!(chunk >= 1 && chunk <= 1e12)) fail_flag("--chunk", fmt::format("{}", chunk), "expected a number of tokens in [1, 1e12]");
-  w.chunk = chunk;
+  w.chunk = chunks().front();
   w.spec_tokens = resolve_spec_tokens(spec_tokens);
   return w;
 }

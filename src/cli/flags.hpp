@@ -77,9 +77,12 @@ struct WorkloadFlags {
   bool non_causal = false;
   std::string kv_dtype = "bf16";
   std::string weight_dtype;  // default: what the config's quantization gives attention weights
-  double chunk = 8192;
+  std::string chunk = "8192";    // a list: the chunked path once per value
   std::int64_t spec_tokens = 0;  // speculative decoding's draft tokens per step
+  // The workload, with the first --chunk value as its chunk.
   Workload resolve(Context& ctx, const ModelSpec& m, const Parallelism& par, DType compute) const;
+  // Every --chunk value: whole numbers of tokens in [1, 1e12].
+  std::vector<double> chunks() const;
 };
 void add_workload_flags(CLI::App* app, WorkloadFlags& f);
 std::vector<SequenceGroup> parse_mix(const std::string& text);

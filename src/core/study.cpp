@@ -76,21 +76,40 @@ PathResult divided(const ModelSpec& m, const Workload& w, const std::vector<bool
 }  // namespace
 
 CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf, std::optional<Bytes> budget,
-                     const std::vector<EnginePolicy>& policies) {
+                     const std::vector<EnginePolicy>& policies, const std::vector<double>& chunks) {
   CostStudy s;
   s.layers = m.num_layers();
   s.workspace_budget = budget;
-  for (PathKind k : paths_for(m)) s.paths.push_back(result_of(model_plans(m, w, k), k, rf, budget));
+  for (PathKind k : paths_for(m)) {
+    if (k != PathKind::chunked) {
+      s.paths.push_back(result_of(model_plans(m, w, k), k, rf, budget));
+      continue;
+    }
+    for (double c : chunks.empty() ? std::vector<double>{w.chunk} : chunks) {
+      Workload wc = w;
+      wc.chunk = c;
+      s.paths.push_back(result_of(model_plans(m, wc, k), k, rf, budget));
+      s.paths.back().chunk = c;
+    }
+  }
   const bool mla = m.is_mla();
-  // The faster feasible expanded path (chunked bounds the workspace of expand).
   auto find = [&s](PathKind k) -> const PathResult* {
     for (const PathResult& p : s.paths)
       if (p.kind == k) return &p;
     return nullptr;
   };
+  // The fastest feasible chunked path (the first when none fits), and the faster feasible expanded
+  // path (chunked bounds the workspace of expand).
+  const PathResult* bounded = nullptr;
+  for (const PathResult& p : s.paths)
+    if (p.kind == PathKind::chunked &&
+        (!bounded || (p.feasible.ok() && (!bounded->feasible.ok() || p.cost.time.value < bounded->cost.time.value))))
+      bounded = &p;
+  Workload w_expanded = w;  // the batch with the chunk the expanded side runs at
+  if (bounded) w_expanded.chunk = bounded->chunk;
   PathKind expanded = PathKind::expand;
   if (mla) {
-    const PathResult *e = find(PathKind::expand), *c = find(PathKind::chunked);
+    const PathResult *e = find(PathKind::expand), *c = bounded;
     if (e && c && (!e->feasible.ok() || (c->feasible.ok() && c->cost.time.value < e->cost.time.value))) expanded = PathKind::chunked;
   }
   // Split: the batch's groups ordered by query length; absorb the shortest k, expand the rest (the
@@ -107,12 +126,15 @@ CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf, 
       if (k > 0 && k < order.size() && w.groups[order[k]].query == w.groups[order[k - 1]].query) continue;  // same length: same side
       std::vector<bool> absorbed(w.groups.size(), false);
       for (std::size_t j = 0; j < k; ++j) absorbed[order[j]] = true;
-      PathResult r = divided(m, w, absorbed, expanded, rf, budget);
+      PathResult r = divided(m, w_expanded, absorbed, expanded, rf, budget);
       if (r.kind != PathKind::split) r.detail = "every group " + std::string(to_string(r.kind));
       r.kind = PathKind::split;
       if (r.feasible.ok() && (!best || r.cost.time.value < best->cost.time.value)) best = std::move(r);
     }
-    if (best) s.paths.push_back(std::move(*best));
+    if (best) {
+      if (expanded == PathKind::chunked) best->chunk = w_expanded.chunk;
+      s.paths.push_back(std::move(*best));
+    }
   }
 
   double min_flops = INFINITY, min_time = INFINITY, max_flops = 0, max_time = 0;
@@ -127,8 +149,12 @@ CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf, 
   // Chunked is expand with a bounded workspace: it competes only in expand's place, when expand does not fit.
   for (const PathResult& r : s.paths)
     if (r.kind != PathKind::chunked && r.feasible.ok()) compete(r);
-  const PathResult *full = find(PathKind::expand), *bounded = find(PathKind::chunked);  // after split's push_back
-  if (full && bounded && !full->feasible.ok() && bounded->feasible.ok()) compete(*bounded);
+  const PathResult* full = find(PathKind::expand);  // after split's push_back
+  for (const PathResult& p : s.paths)
+    if (p.kind == PathKind::chunked && p.chunk == w_expanded.chunk) {
+      if (full && !full->feasible.ok() && p.feasible.ok()) compete(p);
+      break;
+    }
   if (paths_for(m).size() > 1 && competing > 0) {
     s.flops_ratio = max_flops / min_flops;
     s.time_ratio = max_time / min_time;

@@ -1,5 +1,6 @@
 #include "mlaplan/io/documents.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -415,28 +416,33 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
   };
   add_roofline_fields(doc, r);
 
-  Table summary{.name = "path_summary", .title = "Paths compared (whole model; per layer in the per-layer columns)",
+  Table summary{.name = "path_summary", .title = "Paths compared (all layers, one rank; per layer in the per-layer column)",
                 .columns = {{"path", "path", Unit::text},
-                 {"flops", "FLOPs", Unit::flops},
-                 {"bytes", "bytes", Unit::bytes},
+                 {"flops_all_layers", "FLOPs (all layers)", Unit::flops},
+                 {"bytes_all_layers", "bytes (all layers)", Unit::bytes},
                  {"intensity_flop_per_byte", "intensity", Unit::flop_per_byte},
                  {"bound", "bound", Unit::text},
-                 {"workspace_bytes", "workspace", Unit::bytes},
+                 {"workspace_bytes", "workspace (largest op)", Unit::bytes},
                  {"time_s_per_layer", "time/layer", Unit::seconds},
-                 {"time_s", "time", Unit::seconds},
+                 {"time_s_all_layers", "time (all layers)", Unit::seconds},
                  {"feasible", "fits", Unit::text},
                  {"detail", "batch division / reason", Unit::text, true}},
                 .rows = {}};
+  if (m.is_mla()) summary.columns.insert(summary.columns.begin() + 1, Column{"chunk_tokens", "chunk (tokens)", Unit::count});
   const double L = static_cast<double>(st.layers);
   std::vector<Table> op_tables;
+  // With several chunk sizes (--chunk 1024,4096) each chunked path is keyed by its chunk.
+  const auto chunked = std::count_if(st.paths.begin(), st.paths.end(), [](const PathResult& p) { return p.kind == PathKind::chunked; });
   for (const PathResult& p : st.paths) {
     const PathCost& c = p.cost;
-    const std::string key = "paths." + name(p.kind) + ".";
-    for (Field fld : std::initializer_list<Field>{{key + "flops", "", c.flops.value, Unit::flops},
+    const std::string pname = p.kind == PathKind::chunked && chunked > 1 ? fmt::format("chunked_{}", p.chunk) : name(p.kind);
+    const std::string key = "paths." + pname + ".";
+    if (p.kind == PathKind::chunked) doc.fields.push_back({key + "chunk_tokens", "", p.chunk, Unit::count, true});
+    for (Field fld : std::initializer_list<Field>{{key + "flops_all_layers", "", c.flops.value, Unit::flops},
                                                   {key + "flops_per_layer", "", c.flops.value / L, Unit::flops},
-                                                  {key + "bytes", "", c.bytes.value, Unit::bytes},
+                                                  {key + "bytes_all_layers", "", c.bytes.value, Unit::bytes},
                                                   {key + "bytes_per_layer", "", c.bytes.value / L, Unit::bytes},
-                                                  {key + "time_s", "", c.time.value, Unit::seconds},
+                                                  {key + "time_s_all_layers", "", c.time.value, Unit::seconds},
                                                   {key + "time_s_per_layer", "", c.time.value / L, Unit::seconds},
                                                   {key + "intensity_flop_per_byte", "", c.intensity(), Unit::flop_per_byte},
                                                   {key + "intensity_flop_per_byte_per_layer", "", c.intensity(), Unit::flop_per_byte},
@@ -449,18 +455,21 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
     summary.rows.push_back({name(p.kind), c.flops.value, c.bytes.value, c.intensity(), bound(c.compute_bound()), c.workspace_bytes.value,
                             c.time.value / L, c.time.value, p.feasible.ok(),
                             !p.feasible.ok() ? p.feasible.reason : p.detail.empty() ? std::string("-") : p.detail});
-    Table ops{.name = key + "ops", .title = fmt::format("{} path: ops per layer", name(p.kind)),
+    if (m.is_mla()) summary.rows.back().insert(summary.rows.back().begin() + 1, p.kind == PathKind::chunked ? Value{p.chunk} : Value{});
+    Table ops{.name = key + "ops",
+              .title = p.kind == PathKind::chunked ? fmt::format("chunked path (chunks of {} keys): ops per layer", p.chunk)
+                                                   : fmt::format("{} path: ops per layer", name(p.kind)),
               .columns = {{"path", "path", Unit::text, true},
                {"op", "op", Unit::text},
                {"kind", "kind", Unit::text},
                {"layers", "layers", Unit::count},
-               {"flops", "FLOPs", Unit::flops},
-               {"bytes_read", "read", Unit::bytes},
-               {"bytes_written", "written", Unit::bytes},
+               {"flops_per_layer", "FLOPs/layer", Unit::flops},
+               {"bytes_read_per_layer", "read/layer", Unit::bytes},
+               {"bytes_written_per_layer", "written/layer", Unit::bytes},
                {"workspace_bytes", "workspace", Unit::bytes},
                {"intensity_flop_per_byte", "intensity", Unit::flop_per_byte},
                {"bound", "bound", Unit::text},
-               {"time_s", "time", Unit::seconds}},
+               {"time_s_per_layer", "time/layer", Unit::seconds}},
               .rows = {}};
     for (const OpRow& o : p.ops)
       ops.rows.push_back({name(p.kind), std::string(o.op.name()), std::string(to_string(o.op.kind())), o.layers, o.op.flops.value, o.op.bytes_read.value,
@@ -474,7 +483,7 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
               .columns = {{"engine", "engine", Unit::text},
                           {"rules", "rules of", Unit::text},
                           {"path", "path", Unit::text},
-                          {"time_s", "time", Unit::seconds},
+                          {"time_s_all_layers", "time (all layers)", Unit::seconds},
                           {"penalty", "over the fastest feasible", Unit::fraction},
                           {"feasible", "fits", Unit::text},
                           {"detail", "batch division / reason", Unit::text, true}},
@@ -484,7 +493,7 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
       const std::string key = "engines." + std::string(e.key) + ".";
       for (Field fld : std::initializer_list<Field>{{key + "rules_of", "", e.engine, Unit::text},
                                                     {key + "path", "", name(p.kind), Unit::text},
-                                                    {key + "time_s", "", p.cost.time.value, Unit::seconds},
+                                                    {key + "time_s_all_layers", "", p.cost.time.value, Unit::seconds},
                                                     {key + "penalty", "", finite_or_null(e.penalty), Unit::fraction},
                                                     {key + "feasible", "", p.feasible.ok(), Unit::text}}) {
         fld.json_only = true;

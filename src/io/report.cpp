@@ -149,15 +149,15 @@ Table crossover_table(const std::vector<const ReportCrossoverRow*>& rows, const 
 }
 
 Table roofline_ops_table(const ReportStudy& st) {
-  Table t{.name = "roofline_ops", .title = "Ops of each path on the roofline",
+  Table t{.name = "roofline_ops", .title = "Ops of each path on the roofline (one layer, one rank)",
           .columns = {{"model", "model", Unit::text},
            {"gpu", "GPU", Unit::text},
            {"path", "path", Unit::text},
            {"op", "op", Unit::text},
-           {"flops", "FLOPs", Unit::flops},
-           {"bytes", "bytes", Unit::bytes},
+           {"flops_per_layer", "FLOPs/layer", Unit::flops},
+           {"bytes_per_layer", "bytes/layer", Unit::bytes},
            {"intensity_flop_per_byte", "intensity", Unit::flop_per_byte},
-           {"time_s", "time", Unit::seconds},
+           {"time_s_per_layer", "time/layer", Unit::seconds},
            {"attained_flops_per_s", "attained", Unit::flops_per_s}},
           .rows = {}};
   for (const RooflineOpRow& r : st.roofline_ops)

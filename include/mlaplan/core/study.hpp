@@ -44,6 +44,7 @@ struct PathResult {
   std::vector<OpRow> ops;
   Verdict feasible;    // no: its largest workspace exceeds the memory left for one
   std::string detail;  // split: which groups run which path
+  double chunk = 0;    // chunked: keys of the batch expanded per chunk (0: not chunked)
 };
 
 // What an engine runs for the workload (its rule over the whole batch) and what it costs.
@@ -72,8 +73,10 @@ struct CostStudy {
 // between the absorbed and the expanded kernels.
 // Each engine policy runs its own division of the batch (dispatch) with its own expanded path
 // (chunked past its chunk_tokens) and fold dtype.
+// `chunks`: the chunked path once per value, in order (none: once, at w.chunk); where expand does
+// not fit, the fastest feasible of them competes in its place.
 CostStudy cost_study(const ModelSpec& m, const Workload& w, const Roofline& rf, std::optional<Bytes> workspace_budget = std::nullopt,
-                     const std::vector<EnginePolicy>& policies = {});
+                     const std::vector<EnginePolicy>& policies = {}, const std::vector<double>& chunks = {});
 
 // The memory one op's workspace may use on a rank: the memory torch sees (or the datasheet's) ×
 // mem_util − the weights on the rank − the KV cache of the workload's sequences on the rank; and
