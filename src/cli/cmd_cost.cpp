@@ -20,6 +20,7 @@ struct CostFlags {
   std::string scope = "core";
   double workspace_gib = -1;  // < 0: the memory left after weights and the batch's KV
   std::string engine;         // dispatch rules judged (empty: every engine's newest)
+  bool explain = false;
   std::string format = "table";
 };
 
@@ -42,7 +43,9 @@ Document cost(const CostFlags& f, Context& ctx) {
   const std::vector<double> chunks = f.workload.chunks();
   CostStudy st = cost_study(m, w, r.rf, budget, m.is_mla() ? resolve_policies(f.engine, m) : std::vector<EnginePolicy>{}, chunks);
   st.memory_shortfall = shortfall;
-  return cost_document(m, r, w, st);
+  Document doc = cost_document(m, r, w, st);
+  if (f.explain) add_explain_table(doc, explain_cost(m, w, r.rf, st));
+  return doc;
 }
 
 }  // namespace
@@ -58,6 +61,7 @@ void register_cost_command(CLI::App& app, Context& ctx) {
   c->add_option("--workspace-gib", f->workspace_gib,
                 "memory a path's transient buffers may take per GPU (default: 0.9 x the GPU's memory - weights - the batch's KV cache)");
   add_dispatch_flag(c, f->engine);
+  c->add_flag("--explain", f->explain, "each number with its formula and the values substituted");
   add_format_flag(c, f->format);
   c->callback([f, &ctx] { emit(ctx, cost(*f, ctx), f->format); });
 }

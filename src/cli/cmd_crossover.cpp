@@ -29,6 +29,7 @@ struct CrossoverFlags {
   std::int64_t spec_tokens = 0;
   double workspace_gib = -1;  // < 0: what the GPU leaves after weights and each step's KV
   std::string engine;
+  bool explain = false;
   std::string format = "table";
 };
 
@@ -59,7 +60,10 @@ Document crossover(const CrossoverFlags& f, Context& ctx) {
   } else {
     s.budget = step_workspace_budget(m, r.hw, 0.9);
   }
-  return crossover_document(m, r, s, crossover_study(m, r.rf, s));
+  const CrossoverStudy st = crossover_study(m, r.rf, s);
+  Document doc = crossover_document(m, r, s, st);
+  if (f.explain) add_explain_table(doc, explain_crossover(m, r.rf, s, st));
+  return doc;
 }
 
 }  // namespace
@@ -82,6 +86,7 @@ void register_crossover_command(CLI::App& app, Context& ctx) {
                 "memory one op's workspace may take per GPU (default: 0.9 x the GPU's memory - weights - the step's KV; unbounded where "
                 "those exceed it)");
   add_dispatch_flag(c, f->engine);
+  c->add_flag("--explain", f->explain, "the Q* derivation: the closed form, the equation solved and both paths' times at Q*");
   add_format_flag(c, f->format);
   c->callback([f, &ctx] { emit(ctx, crossover(*f, ctx), f->format); });
 }

@@ -114,10 +114,6 @@ double attention_pairs(double query, double prefix, bool causal) {
   return causal ? query * prefix + query * (query + 1) / 2 : query * (prefix + query);
 }
 
-namespace {
-
-// Pairs when each query sees at most `cap` keys (sliding window, or DSA's top-k):
-// causal query i (0-based) sees min(cap, P + i + 1) keys; non-causal ones min(cap, P + Q).
 double capped_pairs(double query, double prefix, double cap, bool causal) {
   if (!causal) return query * std::min(cap, prefix + query);
   if (prefix + query <= cap) return attention_pairs(query, prefix, true);
@@ -126,17 +122,8 @@ double capped_pairs(double query, double prefix, double cap, bool causal) {
   return attention_pairs(below, prefix, true) + (query - below) * cap;
 }
 
-
-// Batch totals on one rank.
-struct Totals {
-  double sequences = 0;  // Σ B
-  double new_tokens = 0; // Σ B·Q
-  double keys = 0;       // Σ B·S
-  double pairs = 0;      // Σ B·pairs
-};
-
-Totals totals(const Workload& w) {
-  Totals t;
+BatchTotals batch_totals(const Workload& w) {
+  BatchTotals t;
   for (const SequenceGroup& g : w.groups) {
     const double b = sequences_per_rank(g, w.par);
     t.sequences += b;
@@ -146,6 +133,8 @@ Totals totals(const Workload& w) {
   }
   return t;
 }
+
+namespace {
 
 // [tokens, in] × [in, out]: the weight read once, activations in and out once.
 Op gemm(OpId id, double tokens, double in, double out, double weight_b, double act_b) {
@@ -157,7 +146,7 @@ Op gemm(OpId id, double tokens, double in, double out, double weight_b, double a
   return op;
 }
 
-void add_mla_projections_in(PathPlan& p, const MlaGeometry& g, const Totals& t) {
+void add_mla_projections_in(PathPlan& p, const MlaGeometry& g, const BatchTotals& t) {
   const double T = t.new_tokens, ba = g.act_bytes, bw = g.weight_bytes;
   const double qk = g.d_n + g.d_r;
   if (g.r_q > 0) {
@@ -171,13 +160,13 @@ void add_mla_projections_in(PathPlan& p, const MlaGeometry& g, const Totals& t) 
   p.add(kv);
 }
 
-void add_o_proj(PathPlan& p, const MlaGeometry& g, const Totals& t) {
+void add_o_proj(PathPlan& p, const MlaGeometry& g, const BatchTotals& t) {
   p.add(gemm(OpId::o_proj, t.new_tokens, g.heads * g.d_v, g.hidden, g.weight_bytes, g.act_bytes));
 }
 
 // A per-head fold, [h_t, T, in] × [h_t, in, out]: W_UK into the query (in d_n, out r) and W_UV
 // into the output (in r, out d_v). The weights are read once, the activations once per token.
-Op fold(OpId id, const MlaGeometry& g, const Totals& t, double in, double out) {
+Op fold(OpId id, const MlaGeometry& g, const BatchTotals& t, double in, double out) {
   Op op;
   op.id = id;
   op.flops = Flops{2 * t.new_tokens * g.heads * in * out};
@@ -185,12 +174,12 @@ Op fold(OpId id, const MlaGeometry& g, const Totals& t, double in, double out) {
   op.bytes_written = BytesF{t.new_tokens * g.heads * out * g.act_bytes};
   return op;
 }
-Op q_absorb(const MlaGeometry& g, const Totals& t) { return fold(OpId::q_absorb_w_uk, g, t, g.d_n, g.r); }
-Op v_absorb(const MlaGeometry& g, const Totals& t) { return fold(OpId::out_absorb_w_uv, g, t, g.r, g.d_v); }
+Op q_absorb(const MlaGeometry& g, const BatchTotals& t) { return fold(OpId::q_absorb_w_uk, g, t, g.d_n, g.r); }
+Op v_absorb(const MlaGeometry& g, const BatchTotals& t) { return fold(OpId::out_absorb_w_uv, g, t, g.r, g.d_v); }
 
 // MQA over the latent: key width r + d_r, value width r, one cache read per sequence. With split-KV
 // (splits > 1) each split writes an fp32 partial output and its fp32 log-sum-exp per row.
-Op latent_attention(OpId id, const MlaGeometry& g, const Totals& t, double pairs, double cached_tokens, double splits) {
+Op latent_attention(OpId id, const MlaGeometry& g, const BatchTotals& t, double pairs, double cached_tokens, double splits) {
   Op op;
   op.id = id;
   op.flops = Flops{pairs * absorb_flops_per_pair(g).value};
@@ -203,7 +192,7 @@ Op latent_attention(OpId id, const MlaGeometry& g, const Totals& t, double pairs
 
 // Combines split-KV partials: reads every split's fp32 partial and log-sum-exp, rescales by
 // exp(lse_i − lse) and sums (≈ 2r + 4 FLOPs per row and split), writes the latent output.
-Op split_kv_merge(const MlaGeometry& g, const Totals& t, double splits) {
+Op split_kv_merge(const MlaGeometry& g, const BatchTotals& t, double splits) {
   const double rows = t.new_tokens * g.heads;
   Op op;
   op.id = OpId::split_kv_merge;
@@ -244,7 +233,7 @@ Op rope_broadcast(const MlaGeometry& g, double keys) {
 }
 
 // Ordinary attention over expanded keys (width d_n + d_r) and values (width d_v).
-Op expanded_attention(OpId id, const MlaGeometry& g, const Totals& t, double query_reads, double partial_outputs) {
+Op expanded_attention(OpId id, const MlaGeometry& g, const BatchTotals& t, double query_reads, double partial_outputs) {
   Op op;
   op.id = id;
   op.flops = Flops{t.pairs * expand_flops_per_pair(g).value};
@@ -257,7 +246,7 @@ Op expanded_attention(OpId id, const MlaGeometry& g, const Totals& t, double que
 
 // Chunked expand's merge: per chunk after the first, rescale both partials by exp(lse − max) and
 // add (≈ 2·d_v + 4 FLOPs per row); reads every chunk's partial with its lse, writes the output.
-Op lse_merge(const MlaGeometry& g, const Totals& t, double chunks) {
+Op lse_merge(const MlaGeometry& g, const BatchTotals& t, double chunks) {
   Op op;
   op.id = OpId::lse_merge;
   op.flops = Flops{(chunks - 1) * t.new_tokens * g.heads * (2 * g.d_v + 4)};
@@ -269,7 +258,7 @@ Op lse_merge(const MlaGeometry& g, const Totals& t, double chunks) {
 // DeepSeek-V3.2's lightning indexer for one step: its projections when in scope (wq_b from the query
 // latent, wk and the head weights from the hidden state), then fp8 scores of every visible key for
 // every query (DeepSeek-V3.2-Exp inference/model.py: act_quant, fp8_index), and the top-k indices.
-void add_indexer(PathPlan& p, const MlaGeometry& g, const Totals& t, bool projections) {
+void add_indexer(PathPlan& p, const MlaGeometry& g, const BatchTotals& t, bool projections) {
   if (projections) {
     Op ix = gemm(OpId::indexer_proj, t.new_tokens, g.r_q > 0 ? g.r_q : g.hidden, g.index_heads * g.index_dim, g.weight_bytes, g.act_bytes);
     const Op wk = gemm(OpId::indexer_proj, t.new_tokens, g.hidden, g.index_dim + g.index_heads, g.weight_bytes, g.act_bytes);
@@ -330,7 +319,7 @@ Flops absorb_flops_per_pair(const MlaGeometry& g) { return Flops{2 * g.heads * (
 PathPlan mla_path(const ModelSpec& m, const Workload& w, PathKind kind) { return mla_path(mla_geometry(m, w), w, kind); }
 
 PathPlan mla_path(const MlaGeometry& g, const Workload& w, PathKind kind) {
-  const Totals t = totals(w);
+  const BatchTotals t = batch_totals(w);
   PathPlan p;
   p.kind = kind;
   if (w.projections) add_mla_projections_in(p, g, t);

@@ -69,9 +69,15 @@ std::string describe(const Workload& w) {
 void add_explain_table(Document& doc, const std::vector<ExplainStep>& steps) {
   Table t{.name = "explain", .title = "How each number is derived",
           .columns = {{"quantity", "quantity", Unit::text}, {"formula", "formula", Unit::text}, {"substituted", "values", Unit::text},
-                      {"result", "result", Unit::text}, {"value", "value", Unit::count, true}},
+                      {"result", "result", Unit::text}, {"value", "value", Unit::decimal, true}, {"unit", "unit", Unit::text, true}},
           .rows = {}};
-  for (const ExplainStep& s : steps) t.rows.push_back({s.quantity, s.formula, s.substituted, s.result, s.value});
+  for (const ExplainStep& s : steps) {
+    // A whole number stays an integer in CSV and JSON; a real one (FLOPs, seconds, Q*) is written as is.
+    const double x = s.number();
+    const bool whole = !s.real || (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9e15);
+    t.rows.push_back({s.quantity, s.formula, s.substituted, s.result,
+                      whole ? Value{s.real ? static_cast<std::int64_t>(x) : s.value} : Value{std::in_place_type<double>, x}, s.unit});
+  }
   doc.tables.push_back(std::move(t));
 }
 

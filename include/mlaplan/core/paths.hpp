@@ -101,6 +101,19 @@ double sequences_per_rank(const SequenceGroup& g, const Parallelism& par);
 // Attention (query, key) pairs of one sequence: causal Q·P + Q·(Q+1)/2, non-causal Q·(P+Q).
 double attention_pairs(double query, double prefix, bool causal);
 
+// Pairs when each query sees at most `cap` keys (a sliding window, or DSA's top-k): causal query i
+// (0-based) sees min(cap, P + i + 1) keys; non-causal ones min(cap, P + Q).
+double capped_pairs(double query, double prefix, double cap, bool causal);
+
+// Batch totals on one rank, the sums the ops' formulas use.
+struct BatchTotals {
+  double sequences = 0;   // Σ ⌈B / DP⌉
+  double new_tokens = 0;  // Σ ⌈B / DP⌉·Q
+  double keys = 0;        // Σ ⌈B / DP⌉·(P + Q)
+  double pairs = 0;       // Σ ⌈B / DP⌉·pairs(Q, P)
+};
+BatchTotals batch_totals(const Workload& w);
+
 // Per-layer, per-rank geometry of MLA attention with h_t = h / TP query heads.
 struct MlaGeometry {
   double heads = 0;  // h_t
