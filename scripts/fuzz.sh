@@ -9,7 +9,7 @@ flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fn
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DMLAPLAN_FUZZ=ON \
   -DMLAPLAN_CUDA=OFF -DBUILD_TESTING=OFF -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
-cmake --build build-fuzz --target fuzz_hf_config fuzz_hardware fuzz_override fuzz_ranges fuzz_report_spec fuzz_engine_profile fuzz_engine_dispatch fuzz_engine_logs
+cmake --build build-fuzz --target fuzz_hf_config fuzz_hardware fuzz_override fuzz_ranges fuzz_report_spec fuzz_engine_profile fuzz_engine_dispatch fuzz_engine_logs fuzz_efficiency_profile
 mkdir -p build-fuzz/findings
 seed() {  # seed corpus for a target
   local dir=build-fuzz/corpus/$1; rm -rf "$dir"; mkdir -p "$dir"; shift
@@ -20,6 +20,7 @@ seed hardware hardware/*.json
 seed report_spec tests/golden/*.spec.json tests/golden/*/spec.json
 seed engine_profile engines/*.json
 seed engine_dispatch engines/dispatch/*.json
+seed efficiency_profile hardware/efficiency/*.json
 seed engine_logs validate/published/engine-logs/*.csv
 mkdir -p build-fuzz/corpus/override build-fuzz/corpus/ranges
 printf 'kv_lora_rank=256\nq_lora_rank=null\n' > build-fuzz/corpus/override/a
@@ -28,7 +29,7 @@ printf '0:131072:x2' > build-fuzz/corpus/ranges/a
 printf '64x1@8192,2x2048@0' > build-fuzz/corpus/ranges/b
 printf '1,2,4,8' > build-fuzz/corpus/ranges/c
 total=0
-for t in hf_config hardware override ranges report_spec engine_profile engine_dispatch engine_logs; do
+for t in hf_config hardware override ranges report_spec engine_profile engine_dispatch engine_logs efficiency_profile; do
   log=build-fuzz/findings/$t.log
   ./build-fuzz/fuzz_$t -runs="$runs" -max_len=8192 -artifact_prefix=build-fuzz/findings/$t- build-fuzz/corpus/$t >"$log" 2>&1 || {
     echo "fuzz_$t: FINDING (see $log)"; tail -n 30 "$log"; exit 1; }

@@ -17,6 +17,7 @@
 #include "results.hpp"
 #include "mlaplan/core/paths.hpp"
 #include "mlaplan/core/roofline.hpp"
+#include "mlaplan/io/efficiency_json.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/registry.hpp"
 #include "mlaplan/io/svg.hpp"
@@ -30,6 +31,8 @@ namespace {
 
 constexpr const char* kDecode = "absorbed_decode";
 constexpr const char* kPrefill = "expanded_prefill";
+// A folder's provenance: file, source, licence for each of its tables (not a table of timings).
+constexpr const char* kSourcesFile = "sources.csv";
 
 struct Row {
   std::string gpu_key, file;
@@ -38,8 +41,9 @@ struct Row {
   double batch = 1, len = 0, heads = 0, query = 1;
   std::string kv_dtype = "bf16";
   double measured_s = 0;
-  double flops = 0, bytes = 0, units = 1, longest_flops = 0, peak = 0;
-  double sol_s = 0, fit_s = NAN, logo_s = NAN, lookup_s = NAN;
+  Op op;          // the attention op the row timed, with its tiling
+  double peak = 0;  // the FLOP/s its kernel runs at
+  double sol_s = 0, fit_s = NAN, logo_s = NAN, lookup_s = NAN, default_s = NAN;
   bool train = false;
 };
 
@@ -61,14 +65,15 @@ Table2 read_csv(const fs::path& p) {
   return t;
 }
 
-double waves(double units, double sms) { return units / (std::ceil(units / sms) * sms); }
+KernelEfficiency efficiency_of(const GpuKernelFit& f) {
+  return KernelEfficiency{.fixed = Seconds{f.t_fixed_s}, .per_sequence = Seconds{f.t_seq_s}, .eta_compute = f.eta_compute, .eta_memory = f.eta_memory,
+                          .rows = f.train_rows};
+}
 
+// The row's time under a fit: the core's calibrated time (what `cost` predicts with a profile).
 double model_time(const Row& r, const GpuKernelFit& f) {
   const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
-  const double w = waves(r.units, sms);
-  double t = std::max(r.flops / (r.peak * f.eta_compute * w), r.bytes / (r.gpu->memory_bandwidth.value * f.eta_memory * w));
-  t = std::max(t, r.longest_flops / (r.peak / sms * f.eta_compute));
-  return f.t_fixed_s + r.batch * f.t_seq_s + t;
+  return calibrated_time(r.op, efficiency_of(f), FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms).time().value;
 }
 
 // Fits one kernel family on `train`. Each GPU's rows weigh as much in all as another's (a table of
@@ -141,7 +146,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
   if (!fs::is_directory(dir, ec)) fail(dir.string(), "is not a folder");
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_regular_file() && e.path().extension() == ".csv") files.push_back(e.path());
+    if (e.is_regular_file() && e.path().extension() == ".csv" && e.path().filename() != kSourcesFile) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   if (files.empty()) fail(dir.string(), "holds no .csv files");
   const std::set<std::string> known{"kernel", "batch", "kv_len", "seq_len", "latency_us", "heads", "query", "kv_dtype"};
@@ -183,17 +188,8 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       // An fp8 prefill runs the fp8 attention kernel: the fp8 peak where the GPU has one.
       const bool fp8_compute = !decode && r.kv_dtype == "fp8" && gpu.peak_flops(DType::fp8);
       r.peak = gpu.peak_flops(fp8_compute ? DType::fp8 : DType::bf16)->value;
-      r.flops = op->flops.value, r.bytes = op->bytes().value;
-      r.sol_s = std::max(r.flops / r.peak, r.bytes / gpu.memory_bandwidth.value);
-      const double d_qk = static_cast<double>(m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim), d_v = static_cast<double>(m.mla->v_head_dim);
-      if (decode) {
-        // The kernel computes whole tiles of 64 heads: fewer heads still cost a tile's FLOPs.
-        r.flops *= std::ceil(r.heads / 64) * 64 / r.heads;
-        r.units = r.batch * std::ceil(r.heads / 64) * std::ceil(r.len / 256.0);
-      } else {
-        r.units = r.batch * std::ceil(r.len / 128.0) * r.heads;
-        r.longest_flops = 128.0 * r.len * 2 * (d_qk + d_v);  // the last query tile sees every key
-      }
+      r.op = *op;
+      r.sol_s = std::max(op->flops.value / r.peak, op->bytes().value / gpu.memory_bandwidth.value);
       rows.push_back(std::move(r));
     }
   }
@@ -247,12 +243,36 @@ std::string unread_note(const std::set<std::string>& unread) {
   return fmt::format("Columns not read (kept as the sources' own): {}.\n\n", s);
 }
 
+// A folder's sources.csv: file -> (source, licence); empty when the folder has none.
+std::map<std::string, std::pair<std::string, std::string>> read_sources(const fs::path& dir) {
+  std::map<std::string, std::pair<std::string, std::string>> out;
+  std::error_code ec;
+  if (!fs::exists(dir / kSourcesFile, ec)) return out;
+  const Table2 t = read_csv(dir / kSourcesFile);
+  const std::string where = (dir / kSourcesFile).string();
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    const std::string file = text_field(t, t.rows[i], "file", ""), source = text_field(t, t.rows[i], "source", ""),
+                      licence = text_field(t, t.rows[i], "licence", "");
+    if (file.empty() || source.empty() || licence.empty())
+      fail_key(where, file.empty() ? "file" : source.empty() ? "source" : "licence", "(empty)", fmt::format("row {}: every table needs a file, a source and a licence", i + 1));
+    out[file] = {source, licence};
+  }
+  return out;
+}
+
 }  // namespace
 
 AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const ModelSpec& m) {
   std::set<std::string> unread;
   std::vector<Row> rows = read_folder(dir, gpu.name, gpu, m, unread);
   split_even_odd(rows);
+  // What a user gets: the shipped profile `cost` picks for this GPU (its own, its architecture's, or
+  // the one over every architecture).
+  const std::optional<EfficiencyProfile> shipped = efficiency_for(gpu, bundled_efficiency());
+  for (Row& r : rows)
+    if (shipped)
+      if (const auto& k = shipped->kernel(*parse_kernel_family(r.kernel)))
+        r.default_s = calibrated_time(r.op, *k, FlopsPerSecond{r.peak}, gpu.memory_bandwidth, static_cast<double>(std::max<std::int64_t>(1, gpu.sm_count))).time().value;
   std::vector<GpuKernelFit> fits;
   for (const char* k : {kDecode, kPrefill}) {
     const auto train = select(rows, k, [](const Row& r) { return r.train; });
@@ -265,22 +285,28 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
   Table t{.name = "against", .title = fmt::format("Published timings on {}, predicted", gpu.name),
           .columns = {{"file", "file", Unit::text}, {"kernel", "kernel", Unit::text}, {"batch", "batch", Unit::count}, {"len", "kv/seq len", Unit::count},
            {"heads", "heads", Unit::count}, {"kv_dtype", "KV", Unit::text}, {"measured_s", "measured", Unit::seconds},
-           {"predicted_sol_s", "SOL", Unit::seconds}, {"predicted_fit_s", "fitted", Unit::seconds}, {"sol_ape", "SOL error", Unit::fraction},
-           {"fit_ape", "fitted error", Unit::fraction}, {"split", "split", Unit::text}},
+           {"predicted_sol_s", "SOL", Unit::seconds}, {"predicted_default_s", "default", Unit::seconds}, {"predicted_fit_s", "fitted", Unit::seconds},
+           {"sol_ape", "SOL error", Unit::fraction}, {"default_ape", "default error", Unit::fraction}, {"fit_ape", "fitted error", Unit::fraction},
+           {"split", "split", Unit::text}},
           .rows = {}};
   for (const Row& r : rows)
     t.rows.push_back({r.file, r.kernel, static_cast<std::int64_t>(r.batch), static_cast<std::int64_t>(r.len), static_cast<std::int64_t>(r.heads), r.kv_dtype,
-                      r.measured_s, r.sol_s, r.fit_s, ape_of(r.sol_s, r.measured_s), ape_of(r.fit_s, r.measured_s), std::string(r.train ? "train" : "test")});
-  Table err{.name = "errors", .title = "Error on every row (speed of light, what cost gives today) and on the held-out odd rows (refit)",
+                      r.measured_s, r.sol_s, finite_or_null(r.default_s), r.fit_s, ape_of(r.sol_s, r.measured_s),
+                      std::isfinite(r.default_s) ? Value{ape_of(r.default_s, r.measured_s)} : Value{}, ape_of(r.fit_s, r.measured_s),
+                      std::string(r.train ? "train" : "test")});
+  Table err{.name = "errors", .title = "Error on every row (speed of light; the shipped default profile, what cost gives) and on the held-out odd rows (refit)",
             .columns = {{"kernel", "kernel", Unit::text}, {"points", "rows", Unit::count}, {"sol_median_ape", "SOL median", Unit::fraction},
-             {"sol_p90_ape", "SOL p90", Unit::fraction}, {"fit_median_ape", "refit median (held out)", Unit::fraction},
+             {"sol_p90_ape", "SOL p90", Unit::fraction}, {"default_median_ape", "default median", Unit::fraction}, {"default_p90_ape", "default p90", Unit::fraction},
+             {"fit_median_ape", "refit median (held out)", Unit::fraction},
              {"fit_p90_ape", "refit p90 (held out)", Unit::fraction}},
             .rows = {}};
   for (const char* k : {kDecode, kPrefill}) {
     const auto all = of_kernel(rows, k);
     if (all.empty()) continue;
-    const ErrorStats s = ape_stats(errors(all, &Row::sol_s)), f = ape_stats(errors(select(rows, k, [](const Row& r) { return !r.train; }), &Row::fit_s));
-    err.rows.push_back({std::string(k), static_cast<std::int64_t>(all.size()), s.median, s.p90, f.median, f.p90});
+    const ErrorStats s = ape_stats(errors(all, &Row::sol_s)), d = ape_stats(errors(all, &Row::default_s)),
+                     f = ape_stats(errors(select(rows, k, [](const Row& r) { return !r.train; }), &Row::fit_s));
+    err.rows.push_back({std::string(k), static_cast<std::int64_t>(all.size()), s.median, s.p90, stat_or_null(d, &ErrorStats::median),
+                        stat_or_null(d, &ErrorStats::p90), f.median, f.p90});
   }
   std::vector<std::pair<std::string, GpuKernelFit>> named;
   for (const GpuKernelFit& f : fits) named.push_back({gpu.name + " (even rows)", f});
@@ -299,12 +325,12 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
   const svg::LinePlot plot = prediction_plot(fmt::format("{}: published timings against predictions", gpu.name), std::move(series));
 
   std::string md = fmt::format("# Published measurements against mlaplan on {}\n\nFolder `{}`; GPU `{}`; MLA dimensions of {}. Every row is "
-                               "predicted at speed of light (what `cost` gives today) and with the efficiency model refitted on the even "
-                               "rows of each kernel and judged on the odd rows:\n\n"
+                               "predicted at speed of light (`cost --sol`), with the shipped profile `cost` uses by default for this GPU ({}), "
+                               "and with the efficiency model refitted on the even rows of each kernel and judged on the odd rows:\n\n"
                                "time = t_fixed + batch·t_seq + max(F / (peak·η_c·w), B / (bandwidth·η_m·w)), w = CTAs / (⌈CTAs / SMs⌉·SMs); decode CTAs = "
                                "batch × ⌈heads/64⌉ × ⌈kv_len/256⌉ (split-KV); prefill CTAs = batch × ⌈S/128⌉ × heads, and a causal prefill lasts "
                                "at least as long as its longest CTA.\n\n",
-                               gpu.name, dir.string(), gpu.source, m.name);
+                               gpu.name, dir.string(), gpu.source, m.name, shipped ? shipped->describe() : std::string("none bundled"));
   md += unread_note(unread);
   md += md_section(err);
   md += "![predicted against measured](against.svg)\n\n";
@@ -313,7 +339,7 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
   for (const auto& f : fits) fj[f.kernel] = {{"t_fixed_s", f.t_fixed_s}, {"t_seq_s", f.t_seq_s}, {"eta_compute", f.eta_compute}, {"eta_memory", f.eta_memory}};
   AgainstRun out;
   out.files = {{"report.md", md}, {"against.csv", csv_of(t)}, {"errors.csv", csv_of(err)}, {"fit.json", fj.dump(2) + "\n"}, {"against.svg", svg::render(plot)}};
-  out.summary = fmt::format("GPU {}\n", gpu.name) + md_section(err);
+  out.summary = fmt::format("GPU {}; default profile: {}\n", gpu.name, shipped ? shipped->describe() : std::string("none bundled")) + md_section(err);
   return out;
 }
 
@@ -338,6 +364,8 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
   for (const fs::path& d : dirs) gpus.push_back(load_gpu(d.filename().string()));
   std::set<std::string> unread;
   std::vector<std::vector<Row>> per_gpu;
+  std::vector<std::map<std::string, std::pair<std::string, std::string>>> sources;
+  for (const fs::path& d : dirs) sources.push_back(read_sources(d));
   for (std::size_t i = 0; i < dirs.size(); ++i) {
     std::set<std::string> u;
     per_gpu.push_back(read_folder(dirs[i], dirs[i].filename().string(), gpus[i], m, u));
@@ -356,6 +384,31 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
              {"in_table_median_ape", "in-table median (held out)", Unit::fraction}, {"in_table_p90_ape", "in-table p90", Unit::fraction}},
             .rows = {}};
   std::vector<std::pair<std::string, GpuKernelFit>> logo_fits, all_fits;
+  // The profiles to ship (--write-profiles): one per GPU with its own rows, one per architecture,
+  // one over every architecture; each names the tables it was fitted on.
+  std::map<std::string, EfficiencyProfile> profiles;
+  std::string provenance_problem;
+  auto add_to_profile = [&](const std::string& name, const std::string& scope, std::size_t g0, const std::vector<std::size_t>& on, const char* k,
+                            const GpuKernelFit& f) {
+    EfficiencyProfile& p = profiles[name];
+    p.name = name, p.scope = scope;
+    if (scope == "gpu") p.gpu = gpus[g0].name;
+    if (scope != "any") p.architecture = gpus[g0].architecture;
+    p.kernels[static_cast<std::size_t>(*parse_kernel_family(k))] = efficiency_of(f);
+    for (std::size_t g : on) {
+      std::map<std::string, std::int64_t> rows_of;
+      for (const Row* r : of_kernel(per_gpu[g], k)) ++rows_of[r->file];
+      for (const auto& [file, n] : rows_of) {
+        const auto it = sources[g].find(file);
+        const std::string path = (dirs[g] / file).string();
+        if (it == sources[g].end()) {
+          if (provenance_problem.empty()) provenance_problem = key_message((dirs[g] / kSourcesFile).string(), "file", file, "no source and licence given for this table");
+          continue;
+        }
+        p.fitted_on.push_back(FittedTable{.gpu = gpus[g].name, .file = path, .kernel = k, .source = it->second.first, .licence = it->second.second, .rows = n});
+      }
+    }
+  };
   for (const char* k : {kDecode, kPrefill}) {
     for (std::size_t g = 0; g < gpus.size(); ++g) {
       std::vector<Row>& mine = per_gpu[g];
@@ -414,8 +467,19 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
           if (!part.empty()) on += (on.empty() ? "" : " + ") + gpus[g].name;
           every.insert(every.end(), part.begin(), part.end());
         }
-      if (!every.empty()) all_fits.push_back({fmt::format("{}: {}", arch.empty() ? "any architecture" : arch, on), fit(k, every)});
+      if (every.empty()) continue;
+      all_fits.push_back({fmt::format("{}: {}", arch.empty() ? "any architecture" : arch, on), fit(k, every)});
+      std::vector<std::size_t> members;
+      std::size_t first = 0;
+      for (std::size_t g = 0; g < gpus.size(); ++g)
+        if (fittable(g) && (arch.empty() || gpus[g].architecture == arch) && !of_kernel(per_gpu[g], k).empty()) {
+          if (members.empty()) first = g;
+          members.push_back(g);
+        }
+      add_to_profile(arch.empty() ? "any" : arch, arch.empty() ? "any" : "architecture", first, members, k, all_fits.back().second);
     }
+    for (std::size_t g = 0; g < gpus.size(); ++g)
+      if (fittable(g) && !of_kernel(per_gpu[g], k).empty()) add_to_profile(dirs[g].filename().string(), "gpu", g, {g}, k, fit(k, of_kernel(per_gpu[g], k)));
   }
   const Table logo_t = fit_table("Fits for each left-out GPU (on the others' rows)", logo_fits);
   Table all_t = fit_table("Fits per architecture and over all GPUs that may be fitted (the profiles a default would ship)", all_fits);
@@ -443,6 +507,8 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
   AgainstRun out;
   out.files = {{"report.md", md}, {"transfer.csv", csv_of(err)}, {"fits.csv", csv_of(logo_t)}, {"fit.json", fj.dump(2) + "\n"}};
   out.summary = md_section(err);
+  for (auto& [name, p] : profiles) out.profiles.push_back(std::move(p));
+  out.profile_problem = provenance_problem;
   return out;
 }
 

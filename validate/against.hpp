@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "mlaplan/core/efficiency.hpp"
 #include "mlaplan/core/hardware.hpp"
 #include "mlaplan/core/model.hpp"
 
@@ -31,6 +32,10 @@ struct GpuKernelFit {
 struct AgainstRun {
   std::vector<std::pair<std::string, std::string>> files;
   std::string summary;
+  // --transfer: the profiles a default ships (per GPU, per architecture, over all), and why they may
+  // not be written (a table whose source and licence its folder's sources.csv does not give).
+  std::vector<EfficiencyProfile> profiles;
+  std::string profile_problem;
 };
 
 // Every *.csv in DIR, any names, rows of columns kernel (absorbed_decode | expanded_prefill),

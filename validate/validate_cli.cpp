@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "against.hpp"
+#include "mlaplan/io/efficiency_json.hpp"
 #include "cpu_backend.hpp"
 #include "mlaplan/io/engine_logs.hpp"
 #include "mlaplan/io/error.hpp"
@@ -29,6 +30,7 @@ struct Flags {
   std::string out = "validate-results";
   std::string against;
   std::string transfer;
+  std::string write_profiles;  // --transfer: the folder the shipped efficiency profiles go to
   std::string gpu = "h800";
   std::string model = "deepseek-v3";
   double max_error = -1;  // < 0: no bound
@@ -65,13 +67,27 @@ int run(const Flags& f, const CLI::App& app, std::ostream& out, std::ostream& er
   if (app.count("--against") && app.count("--transfer")) fail_flag("--transfer", f.transfer, "give --against DIR or --transfer ROOT, not both");
   if (app.count("--transfer") && app.count("--gpu")) fail_flag("--gpu", f.gpu, "--transfer takes each GPU from its folder's name");
   if (!app.count("--against") && !app.count("--transfer") && app.count("--model")) fail_flag("--model", f.model, "applies to --against and --transfer");
+  if (!app.count("--transfer") && app.count("--write-profiles")) fail_flag("--write-profiles", f.write_profiles, "applies to --transfer");
   if (app.count("--against") || app.count("--transfer")) {
     const bool transfer = app.count("--transfer") > 0;
     const std::string& dir = transfer ? f.transfer : f.against;
     if (dir.empty()) fail_flag(transfer ? "--transfer" : "--against", dir, "expected a folder");
     const ModelSpec m = load_model(f.model);
-    const AgainstRun r = transfer ? validate_transfer(dir, m) : validate_against(dir, load_gpu(f.gpu), m);
+    AgainstRun r = transfer ? validate_transfer(dir, m) : validate_against(dir, load_gpu(f.gpu), m);
+    std::vector<std::pair<std::string, std::string>> profiles;
+    if (app.count("--write-profiles")) {
+      if (f.write_profiles.empty()) fail_flag("--write-profiles", f.write_profiles, "expected a folder");
+      if (!r.profile_problem.empty()) fail(r.profile_problem, "a profile names the source and licence of every table it was fitted on");
+      for (EfficiencyProfile& p : r.profiles) {
+        p.written_by = fmt::format("mlaplan-validate --transfer {} --model {} --write-profiles {}", dir, f.model, f.write_profiles);
+        profiles.push_back({p.name + ".json", efficiency_profile_json(p).dump(2) + "\n"});
+      }
+    }
     write_folder(f.out, r.files);
+    if (!profiles.empty()) {
+      write_folder(f.write_profiles, profiles);
+      out << fmt::format("wrote {} efficiency profiles to {}/\n", profiles.size(), f.write_profiles);
+    }
     std::string names;
     for (const auto& [name, text] : r.files) names += (names.empty() ? "" : ", ") + name;
     out << r.summary << fmt::format("wrote {}/: {}\n", f.out, names);
@@ -124,6 +140,7 @@ int run_validate_cli(const std::vector<std::string>& args, std::ostream& out, st
   app.add_option("--against", f.against, "a folder of timing CSVs (kernel, batch, kv_len | seq_len, latency_us[, heads, query, kv_dtype]) to predict");
   app.add_option("--gpu,-g", f.gpu, "the GPU those timings came from (with --against)")->capture_default_str();
   app.add_option("--transfer", f.transfer, "a folder of per-GPU timing folders (validate/published): leave-one-GPU-out errors");
+  app.add_option("--write-profiles", f.write_profiles, "with --transfer: write the efficiency profiles cost uses by default (hardware/efficiency)");
   app.add_option("--model,-m", f.model, "the MLA model whose dimensions the kernels ran (with --against, --transfer)")->capture_default_str();
   app.add_option("--max-error", f.max_error, "exit 1 when the held-out median error (with --engine-logs: any row's error) exceeds this fraction");
   app.add_option("--engine-logs", f.engine_logs, "a folder (or CSV) of engine KV-cache logs to reproduce (validate/published/engine-logs)");

@@ -10,6 +10,7 @@
 
 #include "mlaplan/core/feasibility.hpp"
 #include "mlaplan/core/kv.hpp"
+#include "mlaplan/io/efficiency_json.hpp"
 #include "mlaplan/io/engine_json.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/hf_config.hpp"
@@ -138,8 +139,9 @@ void emit(Context& ctx, const Document& doc, const std::string& format) {
 void add_roofline_flags(CLI::App* app, RooflineFlags& f) {
   app->add_option("--gpu,-g", f.gpu, "bundled GPU name or a hardware JSON file")->capture_default_str();
   app->add_option("--dtype", f.dtype, "compute dtype: its dense peak and activation width (bf16 | fp16 | fp8 | fp32 | tf32)")->capture_default_str();
-  app->add_option("--eta-compute", f.eta_compute, "fraction of peak FLOP/s reached (default: hardware file, else 1)");
-  app->add_option("--eta-memory", f.eta_memory, "fraction of peak bandwidth reached (default: hardware file, else 1)");
+  app->add_option("--eta-compute", f.eta_compute, "one fraction of peak FLOP/s for every op instead of the calibrated profile");
+  app->add_option("--eta-memory", f.eta_memory, "one fraction of peak bandwidth for every op instead of the calibrated profile");
+  app->add_flag("--sol", f.sol, "speed of light: every op at peak, no fixed costs (default: the GPU's calibrated efficiency profile)");
   app->add_option("--launch-us", f.launch_us, "fixed cost per op in microseconds")->capture_default_str();
 }
 
@@ -151,14 +153,28 @@ RooflineUsed RooflineFlags::resolve() const {
   r.compute = *d;
   if (!r.hw.peak_flops(*d)) fail_key(r.hw.source, "dense_peak_tflops", dtype, fmt::format("{} has no {} peak", r.hw.name, dtype));
   r.eta = r.hw.efficiency;
+  bool uniform = false;
   for (auto [flag, value, target] : {std::tuple{"--eta-compute", eta_compute, &r.eta.compute}, std::tuple{"--eta-memory", eta_memory, &r.eta.memory}}) {
     if (value < 0) continue;
     if (!(value > 0 && value <= 1)) fail_flag(flag, fmt::format("{}", value), "expected a fraction in (0, 1]");
+    if (sol) fail_flag(flag, fmt::format("{}", value), "--sol is every op at peak; give one or the other");
     *target = value;
     r.eta.source = "command line";
+    uniform = true;
   }
   if (!(launch_us >= 0 && launch_us < 1e6)) fail_flag("--launch-us", fmt::format("{}", launch_us), "expected microseconds in [0, 1e6)");
-  r.rf = roofline_for(r.hw, r.compute, r.eta, Seconds{launch_us * 1e-6});
+  const Seconds launch{launch_us * 1e-6};
+  if (sol) {
+    r.eta = Efficiency{};
+    r.eta.source = "speed of light (--sol)";
+    r.rf = roofline_for(r.hw, r.compute, r.eta, launch);
+  } else if (uniform) {
+    r.rf = roofline_for(r.hw, r.compute, r.eta, launch);
+  } else {
+    r.rf = default_roofline(r.hw, r.compute, bundled_efficiency());
+    r.rf.launch = launch;  // the ops no family of the profile calibrates
+    r.eta.compute = r.rf.eta_compute, r.eta.memory = r.rf.eta_memory, r.eta.source = r.rf.eta_source;
+  }
   return r;
 }
 

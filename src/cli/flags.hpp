@@ -64,6 +64,7 @@ struct RooflineFlags {
   double eta_compute = -1;  // < 0: from the hardware file, else 1
   double eta_memory = -1;
   double launch_us = 0;
+  bool sol = false;  // --sol: the speed-of-light bound instead of the calibrated default
   RooflineUsed resolve() const;
 };
 void add_roofline_flags(CLI::App* app, RooflineFlags& f);

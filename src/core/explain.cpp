@@ -420,6 +420,29 @@ std::string path_label(const PathResult& p) {
 ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roofline& rf, const OpTime& t) {
   const bool fp8 = op.fp8 && rf.peak_fp8.value > 0;
   const FlopsPerSecond peak = fp8 ? rf.peak_fp8 : rf.peak;
+  if (t.calibrated) {
+    // The family's calibrated time (efficiency.hpp), every term substituted.
+    const KernelFamily fam = family_of(op.id);
+    const KernelEfficiency& k = *rf.kernels[static_cast<std::size_t>(fam)];
+    const Tiling& tl = op.tiling;
+    const double w = wave_efficiency(tl.ctas, rf.sms);
+    const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
+    std::string cta;
+    if (tl.longest_cta_flops > 0 && rf.sms > 0)
+      cta = cat(", F_cta / (", fp8 ? "peak_fp8" : "peak", " / SMs · η_c) = ", num(tl.longest_cta_flops), " / (", si(peak.value, "FLOP/s"), " / ", num(rf.sms),
+                " · ", plain(k.eta_compute), ")");
+    return real_step(quantity,
+                     cat("launches · (t_fixed + sequences · t_seq) + max(F", tl.padded_flops > 0 ? " (padded tiles)" : "", " / (", fp8 ? "peak_fp8" : "peak",
+                         " · η_c · w), B / (bandwidth · η_m · w)", cta.empty() ? "" : ", F_cta / (peak / SMs · η_c)", "), w = CTAs / (⌈CTAs / SMs⌉ · SMs); ",
+                         to_string(fam), " family"),
+                     cat(num(std::max(1.0, tl.launches)), " · (", secs(k.fixed.value), " + ", num(tl.sequences), " · ", secs(k.per_sequence.value), ") + max(",
+                         num(flops), " / (", si(peak.value, "FLOP/s"), " · ", plain(k.eta_compute), " · ", plain(w), "), ", num(op.bytes().value), " / (",
+                         si(rf.bandwidth.value, "B/s"), " · ", plain(k.eta_memory), " · ", plain(w), ")", cta, "); w = ", num(tl.ctas), " / (⌈",
+                         num(tl.ctas), " / ", num(rf.sms), "⌉ · ", num(rf.sms), ")"),
+                     cat(secs(t.time.value), " = ", secs(t.fixed.value), " + ", secs(std::max(t.compute, t.memory).value),
+                         t.compute_bound ? " (compute-bound)" : " (memory-bound)"),
+                     t.time.value, "s");
+  }
   return real_step(quantity, cat("max(F / (", fp8 ? "peak_fp8" : "peak", " · η_c), B / (bandwidth · η_m)) + launch"),
                    cat("max(", num(op.flops.value), " / (", si(peak.value, "FLOP/s"), " · ", plain(rf.eta_compute), ") = ", secs(t.compute.value), ", ",
                        num(op.bytes().value), " / (", si(rf.bandwidth.value, "B/s"), " · ", plain(rf.eta_memory), ") = ", secs(t.memory.value), ") + ",

@@ -122,6 +122,12 @@ double capped_pairs(double query, double prefix, double cap, bool causal) {
   return attention_pairs(below, prefix, true) + (query - below) * cap;
 }
 
+// Kernel tiles, for calibrated time (efficiency.hpp): GEMMs in 128 x 128 output tiles; the latent
+// kernel packs a sequence's Q·h_t query rows into tiles of 64 (FlashMLA's block of heads, padded)
+// and walks its keys in blocks of 256; flash attention runs one thread block per 128 queries and
+// head, and the block of a causal prefill's last queries sees every key.
+constexpr double kGemmTile = 128, kLatentRows = 64, kLatentKeys = 256, kFlashQueries = 128;
+
 BatchTotals batch_totals(const Workload& w) {
   BatchTotals t;
   for (const SequenceGroup& g : w.groups) {
@@ -143,6 +149,7 @@ Op gemm(OpId id, double tokens, double in, double out, double weight_b, double a
   op.flops = Flops{2 * tokens * in * out};
   op.bytes_read = BytesF{in * out * weight_b + tokens * in * act_b};
   op.bytes_written = BytesF{tokens * out * act_b};
+  op.tiling.ctas = std::ceil(tokens / kGemmTile) * std::ceil(out / kGemmTile);
   return op;
 }
 
@@ -172,6 +179,7 @@ Op fold(OpId id, const MlaGeometry& g, const BatchTotals& t, double in, double o
   op.flops = Flops{2 * t.new_tokens * g.heads * in * out};
   op.bytes_read = BytesF{g.heads * in * out * g.fold_weight_bytes + t.new_tokens * g.heads * in * g.act_bytes};
   op.bytes_written = BytesF{t.new_tokens * g.heads * out * g.act_bytes};
+  op.tiling.ctas = g.heads * std::ceil(t.new_tokens / kGemmTile) * std::ceil(out / kGemmTile);
   return op;
 }
 Op q_absorb(const MlaGeometry& g, const BatchTotals& t) { return fold(OpId::q_absorb_w_uk, g, t, g.d_n, g.r); }
@@ -179,9 +187,10 @@ Op v_absorb(const MlaGeometry& g, const BatchTotals& t) { return fold(OpId::out_
 
 // MQA over the latent: key width r + d_r, value width r, one cache read per sequence. With split-KV
 // (splits > 1) each split writes an fp32 partial output and its fp32 log-sum-exp per row.
-Op latent_attention(OpId id, const MlaGeometry& g, const BatchTotals& t, double pairs, double cached_tokens, double splits) {
+Op latent_attention(OpId id, const MlaGeometry& g, const BatchTotals& t, double pairs, double cached_tokens, double splits, const Tiling& tiling) {
   Op op;
   op.id = id;
+  op.tiling = tiling;
   op.flops = Flops{pairs * absorb_flops_per_pair(g).value};
   op.cache_bytes_read = BytesF{cached_tokens * g.cache_bytes_per_token};
   op.bytes_read = op.cache_bytes_read + BytesF{t.new_tokens * g.heads * (g.r + g.d_r) * g.act_bytes};
@@ -192,6 +201,36 @@ Op latent_attention(OpId id, const MlaGeometry& g, const BatchTotals& t, double 
 
 // Combines split-KV partials: reads every split's fp32 partial and log-sum-exp, rescales by
 // exp(lse_i − lse) and sums (≈ 2r + 4 FLOPs per row and split), writes the latent output.
+// The latent kernel's tiles over the batch; `topk` > 0: each query sees at most topk keys (DSA).
+Tiling latent_tiling(const MlaGeometry& g, const Workload& w, double topk) {
+  Tiling t;
+  for (const SequenceGroup& sg : w.groups) {
+    const double b = sequences_per_rank(sg, w.par);
+    const double rows = sg.query * g.heads, tiles = std::ceil(rows / kLatentRows);
+    const double keys = topk > 0 ? std::min(sg.prefix + sg.query, sg.query * topk) : sg.prefix + sg.query;
+    const double pairs = topk > 0 ? capped_pairs(sg.query, sg.prefix, topk, w.causal) : attention_pairs(sg.query, sg.prefix, w.causal);
+    t.sequences += b;
+    t.ctas += b * tiles * std::ceil(keys / kLatentKeys);
+    t.padded_flops += b * pairs * absorb_flops_per_pair(g).value * tiles * kLatentRows / rows;
+  }
+  return t;
+}
+
+// Flash attention's tiles over the batch: `head_pair_flops` per (query, key) pair and head, keys
+// per sequence capped at `key_cap` (a chunk or a window; 0: none), `launches` launches.
+Tiling flash_tiling(const Workload& w, double heads, double head_pair_flops, double key_cap, double launches) {
+  Tiling t;
+  t.launches = launches;
+  for (const SequenceGroup& sg : w.groups) {
+    const double b = sequences_per_rank(sg, w.par);
+    const double keys = key_cap > 0 ? std::min(key_cap, sg.prefix + sg.query) : sg.prefix + sg.query;
+    t.sequences += b;
+    t.ctas += b * std::ceil(sg.query / kFlashQueries) * heads;
+    t.longest_cta_flops = std::max(t.longest_cta_flops, kFlashQueries * keys * head_pair_flops);
+  }
+  return t;
+}
+
 Op split_kv_merge(const MlaGeometry& g, const BatchTotals& t, double splits) {
   const double rows = t.new_tokens * g.heads;
   Op op;
@@ -212,6 +251,8 @@ namespace {
 Op kv_up_proj(OpId id, const MlaGeometry& g, double keys, double weight_reads, double workspace_keys) {
   Op op;
   op.id = id;
+  op.tiling.launches = weight_reads;
+  op.tiling.ctas = std::ceil(workspace_keys / kGemmTile) * std::ceil(g.heads * (g.d_n + g.d_v) / kGemmTile);
   op.flops = Flops{keys * expand_flops_per_token(g).value};
   // The latent part of each cached row (the RoPE key is read by rope_broadcast: the row once in all).
   op.cache_bytes_read = BytesF{keys * (g.cache_bytes_per_token - g.rope_cache_bytes_per_token)};
@@ -233,9 +274,10 @@ Op rope_broadcast(const MlaGeometry& g, double keys) {
 }
 
 // Ordinary attention over expanded keys (width d_n + d_r) and values (width d_v).
-Op expanded_attention(OpId id, const MlaGeometry& g, const BatchTotals& t, double query_reads, double partial_outputs) {
+Op expanded_attention(OpId id, const MlaGeometry& g, const Workload& w, const BatchTotals& t, double query_reads, double partial_outputs, double key_cap) {
   Op op;
   op.id = id;
+  op.tiling = flash_tiling(w, g.heads, expand_flops_per_pair(g).value / g.heads, key_cap, partial_outputs);
   op.flops = Flops{t.pairs * expand_flops_per_pair(g).value};
   op.bytes_read = BytesF{t.keys * g.heads * (g.d_n + g.d_r + g.d_v) * g.act_bytes +
                          query_reads * t.new_tokens * g.heads * (g.d_n + g.d_r) * g.act_bytes};
@@ -252,6 +294,7 @@ Op lse_merge(const MlaGeometry& g, const BatchTotals& t, double chunks) {
   op.flops = Flops{(chunks - 1) * t.new_tokens * g.heads * (2 * g.d_v + 4)};
   op.bytes_read = BytesF{chunks > 1 ? chunks * t.new_tokens * g.heads * (g.d_v * g.act_bytes + 4) : 0};
   op.bytes_written = BytesF{chunks > 1 ? t.new_tokens * g.heads * g.d_v * g.act_bytes : 0};
+  op.tiling.launches = std::max(1.0, chunks - 1);
   return op;
 }
 
@@ -274,6 +317,7 @@ void add_indexer(PathPlan& p, const MlaGeometry& g, const BatchTotals& t, bool p
   ix.cache_bytes_read = BytesF{t.keys * g.indexer_bytes_per_token};
   ix.bytes_read = ix.cache_bytes_read + BytesF{t.new_tokens * g.index_heads * g.index_dim};  // fp8 index queries
   ix.bytes_written = BytesF{t.new_tokens * g.index_topk * 4};                                // int32 top-k indices
+  ix.tiling.sequences = t.sequences;
   p.add(ix);
 }
 
@@ -327,7 +371,7 @@ PathPlan mla_path(const MlaGeometry& g, const Workload& w, PathKind kind) {
     case PathKind::absorb: {
       const double splits = static_cast<double>(std::max<std::int64_t>(1, w.kv_splits));
       p.add(q_absorb(g, t));
-      p.add(latent_attention(OpId::latent_attention_mqa, g, t, t.pairs, t.keys, splits));
+      p.add(latent_attention(OpId::latent_attention_mqa, g, t, t.pairs, t.keys, splits, latent_tiling(g, w, 0)));
       if (splits > 1) p.add(split_kv_merge(g, t, splits));
       p.add(v_absorb(g, t));
       break;
@@ -335,7 +379,7 @@ PathPlan mla_path(const MlaGeometry& g, const Workload& w, PathKind kind) {
     case PathKind::expand:
       p.add(kv_up_proj(OpId::kv_up_proj, g, t.keys, 1, t.keys));
       p.add(rope_broadcast(g, t.keys));
-      p.add(expanded_attention(OpId::attention_mha, g, t, 1, 1));
+      p.add(expanded_attention(OpId::attention_mha, g, w, t, 1, 1, 0));
       break;
     case PathKind::chunked: {
       // The batch's keys are expanded C at a time; each chunk's partial output is merged by
@@ -344,7 +388,7 @@ PathPlan mla_path(const MlaGeometry& g, const Workload& w, PathKind kind) {
       const double chunks = std::max(1.0, std::ceil(t.keys / chunk));
       p.add(kv_up_proj(OpId::kv_up_proj_chunk, g, t.keys, chunks, std::min(chunk, t.keys)));
       p.add(rope_broadcast(g, t.keys));
-      p.add(expanded_attention(OpId::attention_mha_chunk, g, t, chunks, chunks));
+      p.add(expanded_attention(OpId::attention_mha_chunk, g, w, t, chunks, chunks, chunk));
       p.add(lse_merge(g, t, chunks));
       break;
     }
@@ -359,7 +403,7 @@ PathPlan mla_path(const MlaGeometry& g, const Workload& w, PathKind kind) {
       }
       add_indexer(p, g, t, w.projections);
       p.add(q_absorb(g, t));
-      p.add(latent_attention(OpId::sparse_latent_attention, g, t, sparse_pairs, retrieved, 1));
+      p.add(latent_attention(OpId::sparse_latent_attention, g, t, sparse_pairs, retrieved, 1, latent_tiling(g, w, g.index_topk)));
       p.add(v_absorb(g, t));
       break;
     }
@@ -447,6 +491,7 @@ PathPlan standard_path(const ModelSpec& m, const Workload& w, std::int64_t windo
   att.cache_bytes_read = BytesF{keys * cache};
   att.bytes_read = att.cache_bytes_read + BytesF{T * ht * d * ba};
   att.bytes_written = BytesF{T * ht * d * ba};
+  att.tiling = flash_tiling(w, ht, 2 * (d + d), static_cast<double>(window), 1);
   p.add(att);
   if (w.projections) p.add(gemm(OpId::o_proj, T, ht * d, H, bw, ba));
   return p;

@@ -11,16 +11,61 @@ Roofline roofline_for(const HardwareSpec& hw, DType compute, const Efficiency& e
   rf.eta_compute = eta.compute;
   rf.eta_memory = eta.memory;
   rf.launch = launch;
+  rf.eta_source = eta.source;
   rf.peak_fp8 = hw.peak_flops(DType::fp8).value_or(FlopsPerSecond{0});
   return rf;
 }
 
+Roofline roofline_for(const HardwareSpec& hw, DType compute, const EfficiencyProfile& profile) {
+  Roofline rf = roofline_for(hw, compute, Efficiency{});
+  rf.kernels = profile.kernels;
+  rf.sms = static_cast<double>(hw.sm_count);
+  rf.eta_source = profile.describe();
+  return rf;
+}
+
+Roofline default_roofline(const HardwareSpec& hw, DType compute, const std::vector<EfficiencyProfile>& profiles) {
+  if (const auto p = efficiency_for(hw, profiles)) return roofline_for(hw, compute, *p);
+  Roofline rf = roofline_for(hw, compute, hw.efficiency);
+  rf.eta_source = hw.efficiency.source != Efficiency{}.source
+                      ? hw.efficiency.source
+                      : "speed of light: no efficiency profile for " + hw.name + (hw.architecture.empty() ? "" : " (" + hw.architecture + ")");
+  return rf;
+}
+
+Roofline speed_of_light(const Roofline& rf) {
+  Roofline s;
+  s.peak = rf.peak;
+  s.bandwidth = rf.bandwidth;
+  s.peak_fp8 = rf.peak_fp8;
+  return s;
+}
+
+bool Roofline::calibrated() const {
+  return std::any_of(kernels.begin(), kernels.end(), [](const auto& k) { return k.has_value(); });
+}
+
+namespace {
+
+// The peak an op runs at: fp8 ops at the fp8 peak where the GPU has one.
+FlopsPerSecond op_peak(const Op& op, const Roofline& rf) { return op.fp8 && rf.peak_fp8.value > 0 ? rf.peak_fp8 : rf.peak; }
+
+}  // namespace
+
 OpTime op_time(const Op& op, const Roofline& rf) {
   OpTime t;
+  t.intensity = op.bytes().value > 0 ? op.flops / op.bytes() : 0;
+  if (const auto& k = rf.kernels[static_cast<std::size_t>(family_of(op.id))]) {
+    const CalibratedTime c = calibrated_time(op, *k, op_peak(op, rf), rf.bandwidth, rf.sms);
+    t.compute = c.compute, t.memory = c.memory, t.fixed = c.fixed, t.time = c.time();
+    t.compute_bound = t.compute >= t.memory;
+    t.calibrated = true;
+    return t;
+  }
+  t.fixed = rf.launch;
   t.compute = op.fp8 && rf.peak_fp8.value > 0 ? op.flops / (rf.peak_fp8 * rf.eta_compute) : op.flops / rf.attainable_compute();
   t.memory = op.bytes() / rf.attainable_bandwidth();
   t.time = std::max(t.compute, t.memory) + rf.launch;
-  t.intensity = op.bytes().value > 0 ? op.flops / op.bytes() : 0;
   t.compute_bound = t.compute >= t.memory;
   return t;
 }
@@ -46,6 +91,19 @@ PathCost PathCost::operator*(double layers) const {
 }
 
 PathCost path_cost(const PathPlan& p, const Roofline& rf) {
+  if (rf.calibrated()) {
+    PathCost c;
+    for (const Op& op : p) {
+      const OpTime t = op_time(op, rf);
+      c.flops += op.flops;
+      c.bytes += op.bytes();
+      c.workspace_bytes = std::max(c.workspace_bytes, op.workspace_bytes);
+      c.time += t.time;
+      c.compute += t.compute;
+      c.memory += t.memory;
+    }
+    return c;
+  }
   // The same arithmetic as op_time, with the two divisions done once per path (a hot loop of the
   // crossover solver).
   const double per_flop = 1 / rf.attainable_compute().value;

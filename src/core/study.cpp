@@ -32,10 +32,12 @@ namespace {
 
 PathResult result_of(const std::vector<std::pair<PathPlan, std::int64_t>>& plans, PathKind kind, const Roofline& rf,
                      const std::optional<Bytes>& budget) {
-  PathResult r{kind, {}, {}, {}, {}};
+  PathResult r{kind, {}, {}, {}, {}, {}};
+  const Roofline sol = speed_of_light(rf);
   for (const auto& [plan, layers] : plans) {
     r.cost += path_cost(plan, rf) * static_cast<double>(layers);
-    for (const Op& op : plan) r.ops.push_back(OpRow{op, layers, op_time(op, rf)});
+    r.bound += path_cost(plan, sol).time * static_cast<double>(layers);
+    for (const Op& op : plan) r.ops.push_back(OpRow{op, layers, op_time(op, rf), op_time(op, sol).time});
   }
   if (budget && r.cost.workspace_bytes.value > static_cast<double>(budget->value)) {
     std::ostringstream why;
@@ -237,6 +239,7 @@ std::int64_t sparse_crossover_tokens(const ModelSpec& m, const Workload& base, c
 
 CrossoverStudy crossover_study(const ModelSpec& m, const Roofline& rf, const CrossoverSweepSpec& s, const Progress& progress) {
   CrossoverStudy st;
+  const Roofline sol = speed_of_light(rf);
   st.asymptotic_flop_crossover_query = asymptotic_flop_crossover_query(mla_geometry(m, s.base));
   const std::size_t total = s.tps.size() * s.kvs.size() * s.prefixes.size();
   std::size_t done = 0;
@@ -253,11 +256,13 @@ CrossoverStudy crossover_study(const ModelSpec& m, const Roofline& rf, const Cro
       w.kv = kv;
       const MlaGeometry g = mla_geometry(m, w);
       for (double p : s.prefixes) {
+        const double q = roofline_crossover_query(m, w, p, s.batch, rf, s.budget);
         st.rows.push_back(CrossoverRow{.tp = tp,
                                        .kv = kv,
                                        .prefix = p,
                                        .flop_crossover_query = flop_crossover_query(g, p, w.causal),
-                                       .roofline_crossover_query = roofline_crossover_query(m, w, p, s.batch, rf, s.budget),
+                                       .roofline_crossover_query = q,
+                                       .sol_crossover_query = rf.calibrated() ? roofline_crossover_query(m, w, p, s.batch, sol, s.budget) : q,
                                        .engines = engine_outcomes(s.policies, m, g, w, p, s.batch, rf, s.max_query, s.budget)});
         if (progress) progress(++done, total);
       }
@@ -387,7 +392,9 @@ ModelSummary summarize(const ModelSpec& m) {
   return s;
 }
 
-Roofline report_roofline(const HardwareSpec& gpu, DType compute) { return roofline_for(gpu, compute, gpu.efficiency); }
+Roofline report_roofline(const HardwareSpec& gpu, DType compute, const std::vector<EfficiencyProfile>& profiles) {
+  return default_roofline(gpu, compute, profiles);
+}
 
 ReportStudy report_study(const ReportInputs& in, const Progress& progress) {
   ReportStudy st;
@@ -460,7 +467,7 @@ ReportStudy report_study(const ReportInputs& in, const Progress& progress) {
     for (std::int64_t tp : in.crossover_tps)
       if (const LayoutVerdict v = check_layout(m, {tp, 1, 1}); !v.ok()) st.notes.push_back("TP " + std::to_string(tp) + " skipped for " + l.arg + ": " + v.verdict.reason + ".");
     for (const HardwareSpec& g : in.gpus) {
-      const Roofline rf = report_roofline(g, in.compute);
+      const Roofline rf = report_roofline(g, in.compute, in.profiles);
       for (std::int64_t tp : in.crossover_tps) {
         if (!check_layout(m, {tp, 1, 1}).ok()) continue;
         for (KvDtype d : in.kvs) {

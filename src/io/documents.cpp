@@ -30,11 +30,26 @@ void add_roofline_fields(Document& doc, const RooflineUsed& r) {
   doc.fields.push_back({"dtype", "compute dtype", std::string(to_string(r.compute)), Unit::text});
   doc.fields.push_back({"peak_flops_per_s", "dense peak", r.rf.peak.value, Unit::flops_per_s});
   doc.fields.push_back({"bandwidth_bytes_per_s", "memory bandwidth", r.rf.bandwidth.value, Unit::bytes_per_s});
-  doc.fields.push_back({"eta_compute", "η compute", r.eta.compute, Unit::fraction});
-  doc.fields.push_back({"eta_memory", "η memory", r.eta.memory, Unit::fraction});
+  doc.fields.push_back({"time_model", "time model", std::string(r.rf.calibrated() ? "calibrated" : r.eta.compute == 1 && r.eta.memory == 1 ? "speed of light" : "uniform efficiency"), Unit::text});
+  doc.fields.push_back({"eta_compute", r.rf.calibrated() ? "η compute (uncalibrated ops)" : "η compute", r.eta.compute, Unit::fraction});
+  doc.fields.push_back({"eta_memory", r.rf.calibrated() ? "η memory (uncalibrated ops)" : "η memory", r.eta.memory, Unit::fraction});
   doc.fields.push_back({"eta_source", "η from", r.eta.source, Unit::text});
   doc.fields.push_back({"launch_s", "launch cost per op", r.rf.launch.value, Unit::seconds});
   doc.fields.push_back({"ridge_flop_per_byte", "ridge point", r.rf.ridge(), Unit::flop_per_byte});
+}
+
+// The calibrated families' parameters a document's times used (nothing at speed of light).
+void add_efficiency_table(Document& doc, const Roofline& rf) {
+  if (!rf.calibrated()) return;
+  Table t{.name = "efficiency", .title = "Calibrated kernel families (other ops at speed of light): " + rf.eta_source,
+          .columns = {{"family", "kernel family", Unit::text}, {"fixed_s", "fixed per launch", Unit::seconds},
+                      {"per_sequence_s", "per sequence", Unit::seconds}, {"eta_compute", "η compute", Unit::fraction},
+                      {"eta_memory", "η memory", Unit::fraction}, {"rows", "rows fitted", Unit::count}},
+          .rows = {}};
+  for (int i = 0; i < kKernelFamilyCount; ++i)
+    if (const auto& k = rf.kernels[static_cast<std::size_t>(i)])
+      t.rows.push_back({std::string(to_string(static_cast<KernelFamily>(i))), k->fixed.value, k->per_sequence.value, k->eta_compute, k->eta_memory, k->rows});
+  doc.tables.push_back(std::move(t));
 }
 
 }  // namespace
@@ -431,6 +446,7 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
                  {"workspace_bytes", "workspace (largest op)", Unit::bytes},
                  {"time_s_per_layer", "time/layer", Unit::seconds},
                  {"time_s_all_layers", "time (all layers)", Unit::seconds},
+                 {"sol_time_s_all_layers", "at speed of light", Unit::seconds},
                  {"feasible", "fits", Unit::text},
                  {"detail", "batch division / reason", Unit::text, true}},
                 .rows = {}};
@@ -450,6 +466,7 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
                                                   {key + "bytes_per_layer", "", c.bytes.value / L, Unit::bytes},
                                                   {key + "time_s_all_layers", "", c.time.value, Unit::seconds},
                                                   {key + "time_s_per_layer", "", c.time.value / L, Unit::seconds},
+                                                  {key + "sol_time_s_all_layers", "", p.bound.value, Unit::seconds},
                                                   {key + "intensity_flop_per_byte", "", c.intensity(), Unit::flop_per_byte},
                                                   {key + "intensity_flop_per_byte_per_layer", "", c.intensity(), Unit::flop_per_byte},
                                                   {key + "bound", "", bound(c.compute_bound()), Unit::text},
@@ -459,7 +476,7 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
       doc.fields.push_back(fld);
     }
     summary.rows.push_back({name(p.kind), c.flops.value, c.bytes.value, c.intensity(), bound(c.compute_bound()), c.workspace_bytes.value,
-                            c.time.value / L, c.time.value, p.feasible.ok(),
+                            c.time.value / L, c.time.value, p.bound.value, p.feasible.ok(),
                             !p.feasible.ok() ? p.feasible.reason : p.detail.empty() ? std::string("-") : p.detail});
     if (m.is_mla()) summary.rows.back().insert(summary.rows.back().begin() + 1, p.kind == PathKind::chunked ? Value{p.chunk} : Value{});
     Table ops{.name = key + "ops",
@@ -475,11 +492,14 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
                {"workspace_bytes", "workspace", Unit::bytes},
                {"intensity_flop_per_byte", "intensity", Unit::flop_per_byte},
                {"bound", "bound", Unit::text},
-               {"time_s_per_layer", "time/layer", Unit::seconds}},
+               {"time_s_per_layer", "time/layer", Unit::seconds},
+               {"sol_time_s_per_layer", "at speed of light", Unit::seconds},
+               {"calibrated", "calibrated", Unit::text}},
               .rows = {}};
     for (const OpRow& o : p.ops)
       ops.rows.push_back({name(p.kind), std::string(o.op.name()), std::string(to_string(o.op.kind())), o.layers, o.op.flops.value, o.op.bytes_read.value,
-                          o.op.bytes_written.value, o.op.workspace_bytes.value, o.time.intensity, bound(o.time.compute_bound), o.time.time.value});
+                          o.op.bytes_written.value, o.op.workspace_bytes.value, o.time.intensity, bound(o.time.compute_bound), o.time.time.value,
+                          o.bound.value, o.time.calibrated});
     op_tables.push_back(std::move(ops));
   }
   doc.tables.push_back(std::move(summary));
@@ -531,6 +551,7 @@ Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload
                                       "(spread the model with --tp, or give --workspace-gib to compare the paths regardless).",
                                       humanize(st.memory_shortfall.value, Unit::bytes), w.par.tp));
   }
+  add_efficiency_table(doc, r.rf);
   return doc;
 }
 
@@ -549,12 +570,13 @@ Document crossover_document(const ModelSpec& m, const RooflineUsed& r, const Cro
               {"tp", "TP", Unit::count},
               {"kv_dtype", "KV", Unit::text},
               {"flop_crossover_query", "Q* by FLOPs (tokens)", Unit::decimal},
-              {"roofline_crossover_query", "Q* by roofline (tokens)", Unit::decimal}},
+              {"roofline_crossover_query", r.rf.calibrated() ? "Q* calibrated (tokens)" : "Q* by roofline (tokens)", Unit::decimal},
+              {"sol_crossover_query", "Q* at speed of light (tokens)", Unit::decimal}},
              .rows = {}};
   add_engine_columns(rows, engines, false);
   for (const CrossoverRow& c : st.rows) {
     std::vector<Value> row{static_cast<std::int64_t>(c.prefix), c.tp, std::string(to_string(c.kv)), finite_or_null(c.flop_crossover_query),
-                           finite_or_null(c.roofline_crossover_query)};
+                           finite_or_null(c.roofline_crossover_query), finite_or_null(c.sol_crossover_query)};
     add_engine_cells(row, c);
     rows.rows.push_back(std::move(row));
   }
@@ -581,6 +603,7 @@ Document crossover_document(const ModelSpec& m, const RooflineUsed& r, const Cro
                                     "(SGLang: while every request's keys are at most index_topk, {}).",
                                     spec.batch, m.indexer ? m.indexer->topk : 0));
   }
+  add_efficiency_table(doc, r.rf);
   return doc;
 }
 

@@ -135,13 +135,14 @@ Table crossover_table(const std::vector<const ReportCrossoverRow*>& rows, const 
            {"tp", "TP", Unit::count},
            {"prefix", "prefix", Unit::count},
            {"flop_crossover_query", "Q* by FLOPs (tokens)", Unit::decimal},
-           {"roofline_crossover_query", "Q* by roofline (tokens)", Unit::decimal}},
+           {"roofline_crossover_query", "Q* calibrated (tokens)", Unit::decimal},
+           {"sol_crossover_query", "Q* at speed of light (tokens)", Unit::decimal}},
           .rows = {}};
   add_engine_columns(t, policies, true);
   for (const ReportCrossoverRow* x : rows) {
     const CrossoverRow& c = x->row;
     std::vector<Value> row{x->model->arg, x->gpu->name, str(c.kv), c.tp, static_cast<std::int64_t>(c.prefix),
-                           finite_or_null(c.flop_crossover_query), finite_or_null(c.roofline_crossover_query)};
+                           finite_or_null(c.flop_crossover_query), finite_or_null(c.roofline_crossover_query), finite_or_null(c.sol_crossover_query)};
     add_engine_cells(row, c);
     t.rows.push_back(std::move(row));
   }
@@ -216,7 +217,7 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
   const NamedModel& first = in.models.front();
   const ModelSpec& m0 = first.spec;
   const HardwareSpec& g0 = in.gpus.front();
-  const Roofline rf0 = report_roofline(g0, in.compute);
+  const Roofline rf0 = report_roofline(g0, in.compute, in.profiles);
 
   svg::LinePlot roof;
   roof.title = fmt::format("Roofline of {} ({}), ops of {}", g0.name, spec.dtype, first.arg);
@@ -264,7 +265,13 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
     }
     // Curves within 10% of each other are drawn as one line: "TP 1 ≈ TP 2 ≈ ..." (the CSV has each).
     svg::merge_identical(xo.series, 0.1, " ≈ ");
-    for (svg::Series& s : xo.series) s.name = "roofline Q*, " + s.name;
+    for (svg::Series& s : xo.series) s.name = (rf0.calibrated() ? "calibrated Q*, " : "roofline Q*, ") + s.name;
+    if (rf0.calibrated()) {
+      svg::Series sol{.name = fmt::format("speed-of-light Q*, TP {}", in.crossover_tps.front()), .dashed = true, .color = 7};
+      for (const ReportCrossoverRow& r : st.crossover)
+        if (on_plot(r, in.crossover_tps.front()) && std::isfinite(r.row.sol_crossover_query)) sol.points.push_back({r.row.prefix, r.row.sol_crossover_query});
+      if (!sol.points.empty()) xo.series.push_back(sol);
+    }
     svg::Series f{.name = "FLOP-only Q* (any TP)", .dashed = true, .color = 8};
     for (const ReportCrossoverRow& r : st.crossover)
       if (on_plot(r, in.crossover_tps.front()) && std::isfinite(r.row.flop_crossover_query)) f.points.push_back({r.row.prefix, r.row.flop_crossover_query});
@@ -353,8 +360,8 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
           lo = std::min(lo, r.row.roofline_crossover_query), hi = std::max(hi, r.row.roofline_crossover_query);
       if (hi > 0)
         md += fmt::format("- Expanding beats absorbing for query blocks longer than **{:.0f}–{:.0f} tokens** once the prefix passes 8K "
-                          "(roofline, batch {}); FLOP-only, the limit is {:.1f}.\n",
-                          lo, hi, in.batch, asymptotic_flop_crossover_query(mla_geometry(m0, Workload{})));
+                          "({}, batch {}); FLOP-only, the limit is {:.1f}.\n",
+                          lo, hi, rf0.calibrated() ? "calibrated" : "roofline", in.batch, asymptotic_flop_crossover_query(mla_geometry(m0, Workload{})));
     }
     md += "\n";
   }
@@ -395,7 +402,8 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
                       "sequences per step. Beside it, the worst slowdown of each engine's fixed rule over query lengths 1 to {}. "
                       "Shown for the {} cache; `crossover.csv` has every dtype and the query length of each worst case.\n\n",
                       in.batch, in.max_query, spec.kv_dtypes.front());
-    std::vector<std::string> shown{"model", "gpu", "tp", "prefix", "flop_crossover_query", "roofline_crossover_query"};
+    md += fmt::format("Times on {} use the {}; the speed-of-light Q* is beside it.\n\n", g0.name, rf0.eta_source);
+    std::vector<std::string> shown{"model", "gpu", "tp", "prefix", "flop_crossover_query", "roofline_crossover_query", "sol_crossover_query"};
     for (const auto& e : in.policies) shown.push_back(e.key + "_worst_penalty");
     md += md_table(crossover_table(shown_cross, in.policies), {"model", "gpu", "kv_dtype", "tp", "prefix"}, shown);
     md += "\n![Crossover against prefix](crossover.svg)\n\nEngine rules as modelled:\n\n";

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "mlaplan/io/efficiency_json.hpp"
 #include "mlaplan/io/engine_json.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/hf_config.hpp"
@@ -195,6 +196,7 @@ ReportInputs resolve_report(const ReportSpec& spec) {
   }
   in.max_query = spec.max_query;
   in.roofline_step = spec.roofline_step;
+  in.profiles = bundled_efficiency();
   return in;
 }
 

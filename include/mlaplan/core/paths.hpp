@@ -42,6 +42,15 @@ std::string_view to_string(OpId id);
 // The kind of kernel an op runs as (the efficiency family it belongs to).
 OpKind kind_of(OpId id);
 
+// How an op's kernel occupies the GPU, read by calibrated time (efficiency.hpp); 0 where not modelled.
+struct Tiling {
+  double launches = 1;           // kernel launches (chunked expand: one per chunk)
+  double sequences = 0;          // sequences one launch walks (its per-sequence cost)
+  double ctas = 0;               // thread blocks of one launch (its wave efficiency)
+  double padded_flops = 0;       // FLOPs computed including tile padding (0: the op's own)
+  double longest_cta_flops = 0;  // the longest thread block's FLOPs (a causal prefill's last query tile)
+};
+
 struct Op {
   OpId id = OpId::q_proj;
   Flops flops{0};
@@ -50,6 +59,7 @@ struct Op {
   BytesF workspace_bytes{0};   // transient buffers the op materialises
   BytesF cache_bytes_read{0};  // the part of bytes_read that is KV/indexer cache
   bool fp8 = false;            // runs in fp8 whatever the step's compute dtype (the DSA indexer)
+  Tiling tiling;
   BytesF bytes() const { return bytes_read + bytes_written; }
   OpKind kind() const { return kind_of(id); }
   std::string_view name() const { return to_string(id); }

@@ -3,6 +3,7 @@
 // plus a launch cost; a path's time is the sum over its ops.
 #include <vector>
 
+#include "mlaplan/core/efficiency.hpp"
 #include "mlaplan/core/hardware.hpp"
 #include "mlaplan/core/paths.hpp"
 
@@ -17,6 +18,12 @@ struct Roofline {
   // The fp8 tensor peak, for ops that run in fp8 whatever the compute dtype (DeepSeek-V3.2's
   // indexer); 0: the GPU has none, and they run at `peak`.
   FlopsPerSecond peak_fp8{0};
+  // Calibrated families (efficiency.hpp): an op of a family the profile has takes its calibrated
+  // time on `sms` SMs; the others take the uniform efficiencies above and `launch`.
+  std::array<std::optional<KernelEfficiency>, kKernelFamilyCount> kernels{};
+  double sms = 0;
+  std::string eta_source = "speed of light";  // what the times assume, as outputs name it
+  bool calibrated() const;
   FlopsPerSecond attainable_compute() const { return peak * eta_compute; }
   BytesPerSecond attainable_bandwidth() const { return bandwidth * eta_memory; }
   // Ridge point of the effective machine: peak·η_c / (bandwidth·η_m), FLOP per byte.
@@ -25,11 +32,20 @@ struct Roofline {
 
 // The roofline of a GPU at a compute dtype with the given efficiencies.
 Roofline roofline_for(const HardwareSpec& hw, DType compute, const Efficiency& eta, Seconds launch = Seconds{0});
+// The speed-of-light bound of the same GPU and dtype: η = 1, no fixed costs, nothing calibrated.
+Roofline speed_of_light(const Roofline& rf);
+// The same under a calibrated profile: its families calibrated, every other op at speed of light.
+Roofline roofline_for(const HardwareSpec& hw, DType compute, const EfficiencyProfile& profile);
+// The default: the GPU's profile among `profiles` (efficiency_for), else the hardware file's
+// efficiency, else speed of light; `eta_source` says which.
+Roofline default_roofline(const HardwareSpec& hw, DType compute, const std::vector<EfficiencyProfile>& profiles);
 
 struct OpTime {
-  Seconds compute{0};    // F / (peak·η_c)
-  Seconds memory{0};     // B / (bandwidth·η_m)
-  Seconds time{0};       // max of the two, plus launch
+  Seconds compute{0};    // F / (peak·η_c), calibrated: F / (peak·η_c·w) or the longest CTA
+  Seconds memory{0};     // B / (bandwidth·η_m), calibrated: B / (bandwidth·η_m·w)
+  Seconds fixed{0};      // launch, calibrated: launches·(t_fixed + sequences·t_seq)
+  Seconds time{0};       // max of the two, plus fixed
+  bool calibrated = false;  // its family's fitted parameters were used
   double intensity = 0;  // F / B, FLOP per byte
   bool compute_bound = false;
 };

@@ -17,6 +17,7 @@
 #include "mlaplan/core/feasibility.hpp"
 #include "mlaplan/core/kv.hpp"
 #include "mlaplan/core/paths.hpp"
+#include "mlaplan/core/efficiency.hpp"
 #include "mlaplan/core/roofline.hpp"
 
 namespace mlaplan {
@@ -36,12 +37,14 @@ struct OpRow {
   Op op;
   std::int64_t layers = 0;  // layers of the model that run this op (a layer kind)
   OpTime time;
+  Seconds bound{0};  // at speed of light (the lower bound the time is judged against)
 };
 
 struct PathResult {
   PathKind kind = PathKind::absorb;
   PathCost cost;  // the whole model: Σ over layer kinds of (per-layer cost × layers)
   std::vector<OpRow> ops;
+  Seconds bound{0};    // the whole model's time at speed of light
   Verdict feasible;    // no: its largest workspace exceeds the memory left for one
   std::string detail;  // split: which groups run which path
   double chunk = 0;    // chunked: keys of the batch expanded per chunk (0: not chunked)
@@ -97,7 +100,8 @@ struct CrossoverRow {
   KvDtype kv = KvDtype::bf16;
   double prefix = 0;
   double flop_crossover_query = 0;      // +inf: absorb always cheaper
-  double roofline_crossover_query = 0;  // +inf: absorb faster up to 1e9 query tokens
+  double roofline_crossover_query = 0;  // +inf: absorb faster up to 1e9 query tokens (under the sweep's roofline)
+  double sol_crossover_query = 0;       // the same at speed of light (= roofline_crossover_query when that is speed of light)
   std::vector<EngineOutcome> engines;  // in the sweep's policies' order
 };
 
@@ -260,6 +264,7 @@ struct ReportInputs {
   std::optional<EngineProfile> engine;
   EngineSettings engine_settings;
   std::vector<EnginePolicy> policies;  // the dispatch rules judged beside the crossover
+  std::vector<EfficiencyProfile> profiles;  // calibrated kernel efficiencies (each GPU takes its own, efficiency_for)
 };
 
 struct KvRow {
@@ -321,6 +326,7 @@ ReportStudy report_study(const ReportInputs& in, const Progress& progress = {});
 
 // The roofline a report costs a GPU with: its dense peak at the compute dtype and the hardware
 // file's efficiencies.
-Roofline report_roofline(const HardwareSpec& gpu, DType compute);
+// A report's roofline of one GPU: the calibrated default (default_roofline over in.profiles).
+Roofline report_roofline(const HardwareSpec& gpu, DType compute, const std::vector<EfficiencyProfile>& profiles);
 
 }  // namespace mlaplan

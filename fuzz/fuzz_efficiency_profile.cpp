@@ -1,0 +1,39 @@
+// libFuzzer: any bytes as a kernel-efficiency profile; a profile that parses must round-trip through
+// its writer, and its calibrated times of every op of a DeepSeek-V3 step must be finite and no
+// faster than speed of light.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "mlaplan/core/paths.hpp"
+#include "mlaplan/core/roofline.hpp"
+#include "mlaplan/io/efficiency_json.hpp"
+#include "mlaplan/io/error.hpp"
+#include "mlaplan/io/registry.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace mlaplan;
+  static const ModelSpec m = load_model("deepseek-v3");
+  static const HardwareSpec h100 = load_gpu("h100-sxm");
+  const auto j = nlohmann::json::parse(data, data + size, nullptr, false);
+  if (j.is_discarded()) return 0;
+  try {
+    const EfficiencyProfile p = parse_efficiency_profile(j, "fuzz.json");
+    const EfficiencyProfile again = parse_efficiency_profile(nlohmann::json::parse(efficiency_profile_json(p).dump()), "fuzz.json");
+    if (again.describe() != p.describe() || again.fitted_on.size() != p.fitted_on.size()) __builtin_trap();
+    const Roofline rf = roofline_for(h100, DType::bf16, p);
+    const Roofline sol = speed_of_light(rf);
+    Workload w;
+    w.groups = {SequenceGroup{8, 1, 4096}, SequenceGroup{1, 300, 1000}};
+    w.projections = true;
+    for (PathKind k : paths_for(m))
+      for (const Op& op : mla_path(m, w, k)) {
+        const OpTime t = op_time(op, rf);
+        if (!std::isfinite(t.time.value) || t.time.value < op_time(op, sol).time.value * (1 - 1e-12)) __builtin_trap();
+      }
+  } catch (const InputError&) {
+  }
+  return 0;
+}

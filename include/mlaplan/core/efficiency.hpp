@@ -1,0 +1,95 @@
+#pragma once
+// Calibrated kernel time (issue 10): per kernel family, a fixed latency per launch, a cost per
+// sequence the kernel walks, and efficiencies of compute and memory reached in a full wave:
+//
+//   t = launches·(t_fixed + sequences·t_seq) + max(F / (peak·η_c·w), B / (bandwidth·η_m·w), F_cta / (peak/SMs·η_c))
+//
+// w = CTAs / (⌈CTAs / SMs⌉·SMs) is the wave efficiency of the op's launch on the GPU (a last wave
+// that leaves SMs idle), F counts the FLOPs of padded tiles (64-head tiles of the latent decode
+// kernel), and F_cta is the op's longest CTA (a causal prefill's last query tile): no launch ends
+// before it. The parameters are dimensionless fractions and seconds: a profile fitted on one GPU
+// predicts another through that GPU's own peak, bandwidth and SM count (the transfer rule).
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mlaplan/core/hardware.hpp"
+#include "mlaplan/core/paths.hpp"
+#include "mlaplan/core/units.hpp"
+
+namespace mlaplan {
+
+// The kernel families a profile may calibrate; `to_string` gives the names of the measurement
+// CSVs' `kernel` column and of the profile files' keys.
+enum class KernelFamily {
+  absorbed_decode,   // latent (absorbed) MLA attention: FlashMLA, FlashInfer-MLA, TRT-LLM generation MLA
+  expanded_prefill,  // flash attention over expanded keys, causal (FA3, TRT-LLM context MLA)
+  sparse_decode,     // DSA's sparse latent attention over the top-k keys
+  attention,         // ordinary MHA/GQA attention of non-MLA models
+  gemm,              // projections and the latent up-projection
+  bmm,               // per-head batched GEMMs (the W_UK / W_UV folds)
+  grouped_gemm,      // MoE experts
+  merge,             // split-KV and chunk merges by log-sum-exp
+  elementwise,       // copies (the RoPE key broadcast)
+  indexer,           // DSA's lightning-indexer scores
+};
+inline constexpr int kKernelFamilyCount = static_cast<int>(KernelFamily::indexer) + 1;
+std::string_view to_string(KernelFamily f);
+std::optional<KernelFamily> parse_kernel_family(std::string_view s);
+// The family of the kernel an op runs as.
+KernelFamily family_of(OpId id);
+
+// One family's fitted parameters.
+struct KernelEfficiency {
+  Seconds fixed{0};         // per launch
+  Seconds per_sequence{0};  // per sequence the kernel walks
+  double eta_compute = 1;   // of the dense peak, in a full wave
+  double eta_memory = 1;    // of the memory bandwidth, in a full wave
+  std::int64_t rows = 0;    // measurements it was fitted on
+};
+
+// A measurement table a profile was fitted on.
+struct FittedTable {
+  std::string gpu, file, kernel, source, licence;
+  std::int64_t rows = 0;
+};
+
+// A set of families' parameters for one GPU (fitted on its own measurements) or one architecture
+// (fitted on its GPUs', the default of every GPU of that architecture without its own).
+struct EfficiencyProfile {
+  std::string name;          // "hopper", "h800"
+  std::string scope;         // "gpu" | "architecture" | "any"
+  std::string architecture;  // the architecture it serves (empty for "any")
+  std::string gpu;           // scope gpu: the GPU's bundled name
+  std::string source;        // the file it came from
+  std::string written_by;    // the command that wrote it
+  std::vector<FittedTable> fitted_on;
+  std::array<std::optional<KernelEfficiency>, kKernelFamilyCount> kernels{};
+  const std::optional<KernelEfficiency>& kernel(KernelFamily f) const { return kernels[static_cast<std::size_t>(f)]; }
+  // "hopper profile (fitted on H100 SXM5 80GB + H800 SXM5 80GB): absorbed_decode, expanded_prefill"
+  std::string describe() const;
+};
+
+// The profile a GPU's calibrated times use (the transfer rule): the profile fitted on the GPU's own
+// measurements, else its architecture's, else the one fitted over every architecture; nullopt when
+// `profiles` has none of these.
+std::optional<EfficiencyProfile> efficiency_for(const HardwareSpec& hw, const std::vector<EfficiencyProfile>& profiles);
+
+// The wave efficiency of `ctas` thread blocks on `sms` SMs (1 when either is unknown).
+double wave_efficiency(double ctas, double sms);
+
+// Time of an op under a family's parameters on a GPU of `peak` FLOP/s (the op's own: fp8 for fp8
+// ops), `bandwidth` and `sms` SMs.
+struct CalibratedTime {
+  Seconds fixed{0};    // launches·(t_fixed + sequences·t_seq)
+  Seconds compute{0};  // F / (peak·η_c·w), or the longest CTA where that is longer
+  Seconds memory{0};   // B / (bandwidth·η_m·w)
+  double waves = 1;    // w
+  Seconds time() const { return fixed + (compute > memory ? compute : memory); }
+};
+CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms);
+
+}  // namespace mlaplan

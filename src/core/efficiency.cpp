@@ -1,0 +1,95 @@
+#include "mlaplan/core/efficiency.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mlaplan {
+
+std::string_view to_string(KernelFamily f) {
+  switch (f) {
+    case KernelFamily::absorbed_decode: return "absorbed_decode";
+    case KernelFamily::expanded_prefill: return "expanded_prefill";
+    case KernelFamily::sparse_decode: return "sparse_decode";
+    case KernelFamily::attention: return "attention";
+    case KernelFamily::gemm: return "gemm";
+    case KernelFamily::bmm: return "bmm";
+    case KernelFamily::grouped_gemm: return "grouped_gemm";
+    case KernelFamily::merge: return "merge";
+    case KernelFamily::elementwise: return "elementwise";
+    case KernelFamily::indexer: return "indexer";
+  }
+  return "?";
+}
+
+std::optional<KernelFamily> parse_kernel_family(std::string_view s) {
+  for (int i = 0; i < kKernelFamilyCount; ++i)
+    if (to_string(static_cast<KernelFamily>(i)) == s) return static_cast<KernelFamily>(i);
+  return std::nullopt;
+}
+
+KernelFamily family_of(OpId id) {
+  switch (id) {
+    case OpId::latent_attention_mqa: return KernelFamily::absorbed_decode;
+    case OpId::attention_mha:
+    case OpId::attention_mha_chunk: return KernelFamily::expanded_prefill;
+    case OpId::sparse_latent_attention: return KernelFamily::sparse_decode;
+    case OpId::attention:
+    case OpId::attention_sliding: return KernelFamily::attention;
+    default: break;
+  }
+  // Every other op runs as the kind of kernel kind_of names.
+  switch (kind_of(id)) {
+    case OpKind::bmm: return KernelFamily::bmm;
+    case OpKind::merge: return KernelFamily::merge;
+    case OpKind::elementwise: return KernelFamily::elementwise;
+    case OpKind::indexer: return KernelFamily::indexer;
+    case OpKind::attention:
+    case OpKind::gemm: break;
+  }
+  return KernelFamily::gemm;
+}
+
+std::string EfficiencyProfile::describe() const {
+  std::string on, families;
+  for (const FittedTable& t : fitted_on)
+    if (on.find(t.gpu) == std::string::npos) on += (on.empty() ? "" : " + ") + t.gpu;
+  for (int i = 0; i < kKernelFamilyCount; ++i)
+    if (kernels[static_cast<std::size_t>(i)]) families += (families.empty() ? "" : ", ") + std::string(to_string(static_cast<KernelFamily>(i)));
+  std::string s = name;
+  s += " profile (";
+  s += on.empty() ? std::string("no tables") : "fitted on " + on;
+  s += "): ";
+  s += families.empty() ? std::string("no families") : families;
+  return s;
+}
+
+std::optional<EfficiencyProfile> efficiency_for(const HardwareSpec& hw, const std::vector<EfficiencyProfile>& profiles) {
+  for (const std::string_view scope : {"gpu", "architecture", "any"})
+    for (const EfficiencyProfile& p : profiles) {
+      if (p.scope != scope) continue;
+      if (scope == "gpu" && p.gpu != hw.name) continue;
+      if (scope == "architecture" && (hw.architecture.empty() || p.architecture != hw.architecture)) continue;
+      return p;
+    }
+  return std::nullopt;
+}
+
+double wave_efficiency(double ctas, double sms) {
+  if (!(ctas > 0) || !(sms > 0)) return 1;
+  return ctas / (std::ceil(ctas / sms) * sms);
+}
+
+CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms) {
+  CalibratedTime t;
+  const Tiling& tl = op.tiling;
+  t.waves = wave_efficiency(tl.ctas, sms);
+  const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
+  double compute = flops / (peak.value * k.eta_compute * t.waves);
+  if (tl.longest_cta_flops > 0 && sms > 0) compute = std::max(compute, tl.longest_cta_flops / (peak.value / sms * k.eta_compute));
+  t.compute = Seconds{compute};
+  t.memory = Seconds{op.bytes().value / (bandwidth.value * k.eta_memory * t.waves)};
+  t.fixed = Seconds{std::max(1.0, tl.launches) * (k.fixed.value + tl.sequences * k.per_sequence.value)};
+  return t;
+}
+
+}  // namespace mlaplan

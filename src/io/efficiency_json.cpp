@@ -1,0 +1,154 @@
+#include "mlaplan/io/efficiency_json.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "mlaplan/io/error.hpp"
+#include "mlaplan/io/hf_config.hpp"
+#include "mlaplan/io/registry.hpp"
+
+namespace mlaplan {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+void only_keys(const json& j, const std::string& where, const std::string& prefix, const std::vector<std::string>& allowed) {
+  if (!j.is_object()) fail_key(where, prefix.empty() ? "(top level)" : prefix, show_json(j), "expected an object");
+  for (const auto& [k, v] : j.items())
+    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
+      fail_key(where, prefix.empty() ? k : prefix + "." + k, show_json(v), "unknown key" + did_you_mean(k, allowed));
+}
+
+std::string text(const json& j, const std::string& where, const std::string& prefix, const char* key, bool required) {
+  const std::string name = prefix.empty() ? key : prefix + "." + key;
+  if (!j.contains(key)) {
+    if (required) fail_key(where, name, "(absent)", "expected a non-empty string");
+    return {};
+  }
+  if (!j[key].is_string() || j[key].get<std::string>().empty()) fail_key(where, name, show_json(j[key]), "expected a non-empty string");
+  return j[key].get<std::string>();
+}
+
+double number(const json& j, const std::string& where, const std::string& name, double lo, double hi, bool lo_open) {
+  if (!j.is_number() || !std::isfinite(j.get<double>()) || (lo_open ? j.get<double>() <= lo : j.get<double>() < lo) || j.get<double>() > hi)
+    fail_key(where, name, show_json(j), fmt::format("expected a number in {}{}, {}]", lo_open ? "(" : "[", lo, hi));
+  return j.get<double>();
+}
+
+std::int64_t count(const json& j, const std::string& where, const std::string& name) {
+  const double v = number(j, where, name, 0, 1e12, false);
+  if (std::floor(v) != v) fail_key(where, name, show_json(j), "expected a whole number of rows");
+  return static_cast<std::int64_t>(v);
+}
+
+const std::vector<std::string> kScopes{"gpu", "architecture", "any"};
+
+}  // namespace
+
+EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& where) {
+  only_keys(j, where, "", {"profile", "scope", "architecture", "gpu", "written_by", "transfer_rule", "fitted_on", "kernels"});
+  EfficiencyProfile p;
+  p.source = where;
+  p.name = text(j, where, "", "profile", true);
+  p.scope = text(j, where, "", "scope", true);
+  if (std::find(kScopes.begin(), kScopes.end(), p.scope) == kScopes.end()) fail_key(where, "scope", show_json(j["scope"]), "expected gpu, architecture or any");
+  p.architecture = text(j, where, "", "architecture", p.scope == "architecture");
+  p.gpu = text(j, where, "", "gpu", p.scope == "gpu");
+  if (p.scope != "gpu" && j.contains("gpu")) fail_key(where, "gpu", show_json(j["gpu"]), fmt::format("only a profile of scope gpu names a GPU (scope is {})", p.scope));
+  p.written_by = text(j, where, "", "written_by", true);
+  text(j, where, "", "transfer_rule", false);
+  if (!j.contains("fitted_on") || !j["fitted_on"].is_array() || j["fitted_on"].empty())
+    fail_key(where, "fitted_on", j.contains("fitted_on") ? show_json(j["fitted_on"]) : "(absent)", "expected a non-empty list of the tables fitted on");
+  for (std::size_t i = 0; i < j["fitted_on"].size(); ++i) {
+    const json& t = j["fitted_on"][i];
+    const std::string prefix = fmt::format("fitted_on[{}]", i);
+    only_keys(t, where, prefix, {"gpu", "file", "kernel", "rows", "source", "licence"});
+    FittedTable ft;
+    ft.gpu = text(t, where, prefix, "gpu", true);
+    ft.file = text(t, where, prefix, "file", true);
+    ft.source = text(t, where, prefix, "source", true);
+    ft.licence = text(t, where, prefix, "licence", true);
+    ft.kernel = text(t, where, prefix, "kernel", true);
+    if (!parse_kernel_family(ft.kernel))
+      fail_key(where, prefix + ".kernel", show_json(t["kernel"]), "expected a kernel family such as absorbed_decode");
+    if (!t.contains("rows")) fail_key(where, prefix + ".rows", "(absent)", "expected the number of rows fitted on");
+    ft.rows = count(t["rows"], where, prefix + ".rows");
+    // Held-out GPUs: predictions there are judged against measurements kept outside the project.
+    if (ft.gpu.rfind("H20", 0) == 0) fail_key(where, prefix + ".gpu", show_json(t["gpu"]), "H20 and H200 measurements are held out and never fitted on");
+    p.fitted_on.push_back(ft);
+  }
+  if (!j.contains("kernels")) fail_key(where, "kernels", "(absent)", "expected an object of kernel families");
+  const json& ks = j["kernels"];
+  if (!ks.is_object() || ks.empty()) fail_key(where, "kernels", show_json(ks), "expected an object of kernel families");
+  for (const auto& [name, k] : ks.items()) {
+    const auto f = parse_kernel_family(name);
+    if (!f) {
+      std::vector<std::string> all;
+      for (int i = 0; i < kKernelFamilyCount; ++i) all.emplace_back(to_string(static_cast<KernelFamily>(i)));
+      fail_key(where, "kernels." + name, show_json(k), "unknown kernel family" + did_you_mean(name, all));
+    }
+    const std::string prefix = "kernels." + name;
+    only_keys(k, where, prefix, {"fixed_s", "per_sequence_s", "eta_compute", "eta_memory", "rows"});
+    for (const char* key : {"fixed_s", "per_sequence_s", "eta_compute", "eta_memory", "rows"})
+      if (!k.contains(key)) fail_key(where, prefix + "." + key, "(absent)", "required for every kernel family");
+    KernelEfficiency e;
+    e.fixed = Seconds{number(k["fixed_s"], where, prefix + ".fixed_s", 0, 1, false)};
+    e.per_sequence = Seconds{number(k["per_sequence_s"], where, prefix + ".per_sequence_s", 0, 1, false)};
+    e.eta_compute = number(k["eta_compute"], where, prefix + ".eta_compute", 0, 1, true);
+    e.eta_memory = number(k["eta_memory"], where, prefix + ".eta_memory", 0, 1, true);
+    e.rows = count(k["rows"], where, prefix + ".rows");
+    p.kernels[static_cast<std::size_t>(*f)] = e;
+  }
+  return p;
+}
+
+nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
+  nlohmann::ordered_json j;
+  j["profile"] = p.name;
+  j["scope"] = p.scope;
+  if (!p.architecture.empty()) j["architecture"] = p.architecture;
+  if (!p.gpu.empty()) j["gpu"] = p.gpu;
+  j["written_by"] = p.written_by;
+  j["transfer_rule"] =
+      "t = launches·(fixed_s + sequences·per_sequence_s) + max(F / (peak·eta_compute·w), B / (bandwidth·eta_memory·w), F_cta / (peak/SMs·eta_compute)), "
+      "w = CTAs / (ceil(CTAs / SMs)·SMs); a GPU without its own profile takes its architecture's (else the one over every architecture) "
+      "with its own datasheet peak, bandwidth and SM count";
+  j["fitted_on"] = nlohmann::ordered_json::array();
+  for (const FittedTable& t : p.fitted_on) {
+    nlohmann::ordered_json r;
+    r["gpu"] = t.gpu;
+    r["file"] = t.file;
+    r["kernel"] = t.kernel;
+    r["rows"] = t.rows;
+    r["source"] = t.source;
+    r["licence"] = t.licence;
+    j["fitted_on"].push_back(r);
+  }
+  for (int i = 0; i < kKernelFamilyCount; ++i)
+    if (const auto& k = p.kernels[static_cast<std::size_t>(i)])
+      j["kernels"][std::string(to_string(static_cast<KernelFamily>(i)))] = {{"fixed_s", k->fixed.value}, {"per_sequence_s", k->per_sequence.value},
+                                                                           {"eta_compute", k->eta_compute}, {"eta_memory", k->eta_memory}, {"rows", k->rows}};
+  return j;
+}
+
+EfficiencyProfile load_efficiency_file(const fs::path& path) {
+  const std::string where = shown_path(path);
+  return parse_efficiency_profile(load_json_file(path, where), where);
+}
+
+std::vector<EfficiencyProfile> bundled_efficiency() {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(data_dir() / "hardware" / "efficiency", ec))
+    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::vector<EfficiencyProfile> out;
+  for (const fs::path& f : files) out.push_back(load_efficiency_file(f));
+  return out;
+}
+
+}  // namespace mlaplan

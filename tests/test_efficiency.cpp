@@ -1,0 +1,226 @@
+// Calibrated time (issue 10): the kernel-efficiency model's arithmetic, the tiles the paths declare,
+// the profiles as data (strict, with provenance, never fitted on the held-out H20 and H200), the
+// transfer rule that picks a GPU's profile, and the CLI's calibrated default with --sol beside it.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+#include "mlaplan/core/efficiency.hpp"
+#include "mlaplan/core/roofline.hpp"
+#include "mlaplan/io/efficiency_json.hpp"
+#include "mlaplan/io/error.hpp"
+#include "mlaplan/io/registry.hpp"
+
+using namespace mlaplan;
+using nlohmann::json;
+
+namespace {
+
+json minimal_profile() {
+  return json::parse(R"({
+    "profile": "hopper", "scope": "architecture", "architecture": "hopper", "written_by": "test",
+    "fitted_on": [{"gpu": "H100 SXM5 80GB", "file": "a.csv", "kernel": "absorbed_decode", "rows": 10, "source": "somewhere", "licence": "MIT"}],
+    "kernels": {"absorbed_decode": {"fixed_s": 1e-5, "per_sequence_s": 5e-8, "eta_compute": 0.5, "eta_memory": 0.8, "rows": 10}}
+  })");
+}
+
+std::string refusal(const json& j) {
+  try {
+    parse_efficiency_profile(j, "p.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST_CASE("calibrated time: fixed costs plus the slower of compute and memory in waves", "[efficiency]") {
+  Op op;
+  op.id = OpId::latent_attention_mqa;
+  op.flops = Flops{1e12};
+  op.bytes_read = BytesF{1e9};
+  op.tiling.ctas = 200;
+  op.tiling.sequences = 32;
+  const KernelEfficiency k{.fixed = Seconds{10e-6}, .per_sequence = Seconds{50e-9}, .eta_compute = 0.5, .eta_memory = 0.8, .rows = 1};
+  // w = 200 / (⌈200 / 132⌉ · 132) = 200 / 264.
+  CHECK(wave_efficiency(200, 132) == Approx(200.0 / 264));
+  const CalibratedTime t = calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132);
+  CHECK(t.fixed.value == Approx(10e-6 + 32 * 50e-9));                 // 11.6 µs
+  CHECK(t.compute.value == Approx(1e12 * 264 / (1000e12 * 0.5 * 200)));  // 2.64 ms
+  CHECK(t.memory.value == Approx(1e9 * 264 / (4.8e12 * 0.8 * 200)));     // 343.75 µs
+  CHECK(t.time().value == Approx(2.64e-3 + 11.6e-6));
+  // The longest CTA bounds a launch: 2e10 FLOPs on one SM at 1000/132 TFLOP/s · 0.5 = 5.28 ms.
+  op.tiling.longest_cta_flops = 2e10;
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132).compute.value == Approx(5.28e-3));
+  // Padded tiles count: four times the FLOPs, four times the compute time.
+  op.tiling.longest_cta_flops = 0;
+  op.tiling.padded_flops = 4e12;
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132).compute.value == Approx(4 * 2.64e-3));
+  // Launches repeat the fixed costs (a chunk loop).
+  op.tiling.launches = 3;
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132).fixed.value == Approx(3 * 11.6e-6));
+}
+
+TEST_CASE("the paths declare their kernels' tiles", "[efficiency]") {
+  const ModelSpec m = load_model("deepseek-v3");
+  Workload w;
+  w.par.tp = 8;
+  w.groups = {SequenceGroup{32, 1, 8191}};
+  const PathPlan absorb = mla_path(m, w, PathKind::absorb);
+  const Op* att = absorb.find(OpId::latent_attention_mqa);
+  REQUIRE(att);
+  // 16 heads per rank in a 64-row tile (4x padded), 8,192 keys in 32 blocks of 256, 32 sequences.
+  CHECK(att->tiling.ctas == 32 * 1 * 32);
+  CHECK(att->tiling.sequences == 32);
+  CHECK(att->tiling.padded_flops == Approx(4 * att->flops.value));
+  Workload p;
+  p.groups = {SequenceGroup{1, 4096, 0}};
+  const PathPlan expand = mla_path(m, p, PathKind::expand);
+  const Op* mha = expand.find(OpId::attention_mha);
+  REQUIRE(mha);
+  CHECK(mha->tiling.ctas == 32 * 128);                                     // ⌈4096 / 128⌉ query tiles × 128 heads
+  CHECK(mha->tiling.longest_cta_flops == 128.0 * 4096 * 2 * (192 + 128));  // the last tile sees every key
+  p.chunk = 1024;
+  const PathPlan chunked = mla_path(m, p, PathKind::chunked);
+  CHECK(chunked.find(OpId::attention_mha_chunk)->tiling.launches == 4);
+  CHECK(chunked.find(OpId::kv_up_proj_chunk)->tiling.launches == 4);
+}
+
+TEST_CASE("calibrated times are never faster than speed of light on any bundled model and profile", "[efficiency][property]") {
+  const std::vector<EfficiencyProfile> profiles = bundled_efficiency();
+  REQUIRE(profiles.size() >= 4);
+  for (const BundledEntry& g : bundled_gpus()) {
+    const HardwareSpec hw = load_gpu(g.short_name);
+    if (!hw.peak_flops(DType::bf16)) continue;
+    const Roofline rf = default_roofline(hw, DType::bf16, profiles);
+    const Roofline sol = speed_of_light(rf);
+    for (const BundledEntry& e : bundled_models()) {
+      const ModelSpec m = load_model(e.short_name);
+      Workload w;
+      w.groups = {SequenceGroup{16, 1, 4095}, SequenceGroup{2, 700, 3000}};
+      w.projections = true;
+      w.weights = attention_weight_dtype(m);
+      std::vector<PathPlan> plans;
+      if (m.is_mla())
+        for (PathKind k : paths_for(m)) plans.push_back(mla_path(m, w, k));
+      else
+        plans.push_back(standard_path(m, w));
+      for (const PathPlan& plan : plans)
+        for (const Op& op : plan) {
+          INFO(g.short_name << " " << e.short_name << " " << op.name());
+          const OpTime t = op_time(op, rf), s = op_time(op, sol);
+          CHECK(std::isfinite(t.time.value));
+          CHECK(t.time.value >= s.time.value * (1 - 1e-12));
+          CHECK(t.calibrated == rf.kernels[static_cast<std::size_t>(family_of(op.id))].has_value());
+        }
+    }
+  }
+}
+
+TEST_CASE("the transfer rule: a GPU's own profile then its architecture's then the one over all", "[efficiency]") {
+  const std::vector<EfficiencyProfile> profiles = bundled_efficiency();
+  auto pick = [&](const char* gpu) {
+    const auto p = efficiency_for(load_gpu(gpu), profiles);
+    return p ? p->name : std::string("(none)");
+  };
+  CHECK(pick("h100-sxm") == "h100-sxm");
+  CHECK(pick("h800") == "h800");
+  CHECK(pick("b200") == "b200");
+  CHECK(pick("a100-80gb") == "a100-80gb");
+  // The held-out Hopper GPUs and the other Hopper part take the Hopper profile.
+  CHECK(pick("h200") == "hopper");
+  CHECK(pick("h20") == "hopper");
+  CHECK(pick("h100-pcie") == "hopper");
+  CHECK(pick("gb200") == "blackwell");
+  CHECK(pick("a100-40gb") == "ampere");
+  // No Ada or CDNA measurements: the profile fitted over every architecture.
+  CHECK(pick("l40s") == "any");
+  CHECK(pick("mi300x") == "any");
+}
+
+TEST_CASE("bundled profiles name every table with its source and never fit on H20 or H200", "[efficiency]") {
+  for (const EfficiencyProfile& p : bundled_efficiency()) {
+    INFO(p.source);
+    CHECK_FALSE(p.fitted_on.empty());
+    CHECK(p.written_by.rfind("mlaplan-validate --transfer", 0) == 0);
+    for (const FittedTable& t : p.fitted_on) {
+      CHECK(t.gpu.rfind("H20", 0) != 0);
+      CHECK_FALSE(t.source.empty());
+      CHECK_FALSE(t.licence.empty());
+      CHECK(std::filesystem::exists(data_dir() / t.file));
+    }
+    CHECK(p.kernel(KernelFamily::absorbed_decode).has_value());
+  }
+}
+
+TEST_CASE("efficiency profiles: hostile input is one line naming the file and key", "[efficiency][hostile]") {
+  CHECK(refusal(minimal_profile()) == "(accepted)");
+  json j = minimal_profile();
+  j["kernelz"] = 1;
+  CHECK(refusal(j) == "p.json: key 'kernelz' = 1: unknown key; did you mean 'kernels'?");
+  j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["eta_compute"] = 0;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.eta_compute' = 0: expected a number in (0, 1]");
+  j["kernels"]["absorbed_decode"]["eta_compute"] = 1.5;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.eta_compute' = 1.5: expected a number in (0, 1]");
+  j = minimal_profile();
+  j["kernels"]["absorbed_decod"] = 1;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decod' = 1: unknown kernel family; did you mean 'absorbed_decode'?");
+  j = minimal_profile();
+  j["kernels"]["absorbed_decode"].erase("fixed_s");
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.fixed_s' = (absent): required for every kernel family");
+  j = minimal_profile();
+  j["fitted_on"][0].erase("source");
+  CHECK(refusal(j) == "p.json: key 'fitted_on[0].source' = (absent): expected a non-empty string");
+  j = minimal_profile();
+  j["fitted_on"][0]["gpu"] = "H200 SXM 141GB";
+  CHECK(refusal(j) == "p.json: key 'fitted_on[0].gpu' = \"H200 SXM 141GB\": H20 and H200 measurements are held out and never fitted on");
+  j = minimal_profile();
+  j["fitted_on"] = json::array();
+  CHECK(refusal(j) == "p.json: key 'fitted_on' = []: expected a non-empty list of the tables fitted on");
+  j = minimal_profile();
+  j["scope"] = "cluster";
+  CHECK(refusal(j) == "p.json: key 'scope' = \"cluster\": expected gpu, architecture or any");
+  j = minimal_profile();
+  j["fitted_on"][0]["rows"] = 2.5;
+  CHECK(refusal(j) == "p.json: key 'fitted_on[0].rows' = 2.5: expected a whole number of rows");
+  j = minimal_profile();
+  j["gpu"] = "H100 SXM5 80GB";
+  CHECK(refusal(j) == "p.json: key 'gpu' = \"H100 SXM5 80GB\": only a profile of scope gpu names a GPU (scope is architecture)");
+  CHECK(refusal(json::array()) == "p.json: key '(top level)' = []: expected an object");
+  // A profile round-trips through its writer.
+  const EfficiencyProfile p = parse_efficiency_profile(minimal_profile(), "p.json");
+  const EfficiencyProfile q = parse_efficiency_profile(json::parse(efficiency_profile_json(p).dump()), "p.json");
+  CHECK(q.describe() == p.describe());
+  CHECK(q.kernel(KernelFamily::absorbed_decode)->eta_memory == 0.8);
+}
+
+TEST_CASE("cost uses the calibrated profile by default and says which; --sol gives the bound", "[efficiency][cli]") {
+  using test::run;
+  for (const char* gpu : {"h200", "h20"}) {
+    INFO(gpu);
+    const json j = json::parse(run(std::string("cost --model deepseek-v3 --batch 32 --format json --gpu ") + gpu).out);
+    CHECK(j["time_model"] == "calibrated");
+    CHECK(j["eta_source"] == "hopper profile (fitted on H100 SXM5 80GB + H800 SXM5 80GB): absorbed_decode, expanded_prefill");
+    CHECK(j["paths"]["absorb"]["time_s_all_layers"].get<double>() > j["paths"]["absorb"]["sol_time_s_all_layers"].get<double>());
+  }
+  const json s = json::parse(run("cost --model deepseek-v3 --batch 32 --format json --gpu h200 --sol").out);
+  CHECK(s["time_model"] == "speed of light");
+  CHECK(s["eta_source"] == "speed of light (--sol)");
+  CHECK(s["paths"]["absorb"]["time_s_all_layers"].get<double>() == s["paths"]["absorb"]["sol_time_s_all_layers"].get<double>());
+  const json u = json::parse(run("cost --model deepseek-v3 --format json --gpu h200 --eta-memory 0.5").out);
+  CHECK(u["time_model"] == "uniform efficiency");
+  CHECK(u["eta_source"] == "command line");
+  test::expect_refusal("cost --model deepseek-v3 --sol --eta-compute 0.5", "--eta-compute: value '0.5': --sol is every op at peak; give one or the other");
+  // The crossover reports both Q*.
+  const json x = json::parse(run("crossover --model deepseek-v3 --gpu h200 --prefix 8192 --tp 1 --format json").out);
+  const json& row = x["rows"][0];
+  CHECK(row["roofline_crossover_query"].get<double>() != row["sol_crossover_query"].get<double>());
+  const json b = json::parse(run("crossover --model deepseek-v3 --gpu h200 --prefix 8192 --tp 1 --format json --sol").out);
+  CHECK(row["sol_crossover_query"].get<double>() == b["rows"][0]["roofline_crossover_query"].get<double>());
+}
