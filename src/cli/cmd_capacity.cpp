@@ -118,7 +118,7 @@ void register_capacity_command(CLI::App& app, Context& ctx) {
   c->add_option("--gpu,-g", f->gpu, "bundled GPU name or a hardware JSON file")->capture_default_str();
   add_layout_flags(c, f->layout, true);
   c->add_option("--kv-dtype", f->kv_dtype, "fp32 | bf16 | fp16 | fp8 | fp8_flashmla | fp4")->capture_default_str();
-  c->add_option("--weight-dtype", f->weight_dtype, "fp32 | bf16 | fp16 | fp8 | mxfp4 (default: the config's quantization, else bf16)");
+  c->add_option("--weight-dtype", f->weight_dtype, "fp32 | bf16 | fp16 | fp8 | mxfp4 | int4 | int8 (default: the config's quantization, else bf16)");
   c->add_option("--mem-util", f->mem_util, "fraction of GPU memory the engine may use (default 0.9; with --engine: gpu_memory_utilization / mem_fraction_static / free_gpu_memory_fraction, default the profile's)");
   c->add_option("--context", f->context, "tokens per sequence for the sequence count (default 32768; with --engine, max_model_len)");
   c->add_option("--block-size", f->block_size, "page size in tokens: vLLM 16, FlashMLA 64 (default: unpaged; with --engine the profile's)");
