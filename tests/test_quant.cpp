@@ -245,3 +245,24 @@ TEST_CASE("Weight dtypes int4 and int8 are taken in any case", "[quant][strict]"
   // On the AWQ checkpoint, int4 is the checkpoint's own format: the same answer as the default.
   CHECK(run("capacity -m " + kAwq70b + " --weight-dtype int4 --format json").out == run("capacity -m " + kAwq70b + " --format json").out);
 }
+
+TEST_CASE("A default that decides the answer is named on stderr", "[quant][warnings]") {
+  // bf16 forced on an fp8 checkpoint: does not fit, where the checkpoint's own fp8 does.
+  expect_warnings("capacity -m deepseek-v3 -g h200 --tp 8 --weight-dtype bf16",
+                  {"--weight-dtype: value 'bf16': does not fit (weights and reserve exceed the usable memory per rank); "
+                   "with the checkpoint's own fp8 weights it fits 21 sequences"});
+  expect_warnings("capacity -m " + kAwq70b + " -g h100-sxm --weight-dtype bf16",
+                  {"--weight-dtype: value 'bf16': does not fit (weights and reserve exceed the usable memory per rank); "
+                   "with the checkpoint's own int4 weights it fits 3 sequences"});
+  // The other way: int4 forced on a bf16 checkpoint fits where the checkpoint's own weights do not.
+  expect_warnings("capacity -m llama-3.1-70b -g h100-sxm --weight-dtype int4",
+                  {"--weight-dtype: value 'int4': fits 3 sequences; with the checkpoint's own bf16 weights it does not fit "
+                   "(weights and reserve exceed the usable memory per rank)"});
+  // The default bf16 cache cannot hold one sequence, an fp8 one can.
+  expect_warnings("capacity -m llama-3.1-8b -g rtx-4090 --context 64k",
+                  {"--kv-dtype: value 'bf16': the default does not fit (the KV pool per rank cannot hold one sequence of the requested context); "
+                   "--kv-dtype fp8 fits 1 sequence"});
+  // Nothing when the flip changes nothing, or when the user chose the cache dtype.
+  expect_warnings("capacity -m deepseek-v3 -g h200 --tp 8 --weight-dtype fp8", {});
+  expect_warnings("capacity -m llama-3.1-8b -g rtx-4090 --context 64k --kv-dtype bf16", {});
+}
