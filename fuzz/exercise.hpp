@@ -31,6 +31,8 @@ inline void exercise(const ModelSpec& m) {
     if (m.heads % tp != 0) continue;
     const Parallelism par{tp, 2, 1};
     (void)weight_bytes_per_rank(m, default_weight_plan(m), par);
+    for (WeightDtype d : all_weight_dtypes()) (void)weight_bytes_per_rank(m, weight_plan_for(m, d), par);
+    (void)bytes_per_element(weight_format_for(m, attention_weight_dtype(m)));
     CapacityRequest q;
     q.weights = default_weight_plan(m);
     q.par = par;

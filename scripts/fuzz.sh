@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses with clang (ASan + UBSan) and runs each for RUNS executions
-# (default 250000) on a corpus seeded from the bundled files. Findings land in build-fuzz/findings/.
+# (default 250000) on a corpus seeded from the bundled files (and the quantised fixtures), with
+# fuzz/<target>.dict as a libFuzzer dictionary where one exists. Findings land in build-fuzz/findings/.
+# TARGETS="hf_config" runs only those; JOBS=N limits the build's parallelism.
 # Needs: apt-get install clang libclang-rt-14-dev
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-250000}
+targets=${TARGETS:-hf_config hardware override ranges report_spec engine_profile engine_dispatch engine_logs efficiency_profile}
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DMLAPLAN_FUZZ=ON \
   -DMLAPLAN_CUDA=OFF -DBUILD_TESTING=OFF -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
-cmake --build build-fuzz --target fuzz_hf_config fuzz_hardware fuzz_override fuzz_ranges fuzz_report_spec fuzz_engine_profile fuzz_engine_dispatch fuzz_engine_logs fuzz_efficiency_profile
+cmake --build build-fuzz ${JOBS:+-j$JOBS} --target $(for t in $targets; do printf 'fuzz_%s ' "$t"; done)
 mkdir -p build-fuzz/findings
 seed() {  # seed corpus for a target
   local dir=build-fuzz/corpus/$1; rm -rf "$dir"; mkdir -p "$dir"; shift
   for f in "$@"; do cp "$f" "$dir/"; done
 }
-seed hf_config models/*.json
+seed hf_config models/*.json tests/fixtures/*.json
 seed hardware hardware/*.json
 seed report_spec tests/golden/*.spec.json tests/golden/*/spec.json
 seed engine_profile engines/*.json
@@ -29,9 +32,10 @@ printf '0:131072:x2' > build-fuzz/corpus/ranges/a
 printf '64x1@8192,2x2048@0' > build-fuzz/corpus/ranges/b
 printf '1,2,4,8' > build-fuzz/corpus/ranges/c
 total=0
-for t in hf_config hardware override ranges report_spec engine_profile engine_dispatch engine_logs efficiency_profile; do
+for t in $targets; do
   log=build-fuzz/findings/$t.log
-  ./build-fuzz/fuzz_$t -runs="$runs" -max_len=8192 -artifact_prefix=build-fuzz/findings/$t- build-fuzz/corpus/$t >"$log" 2>&1 || {
+  dict=(); [ -f "fuzz/$t.dict" ] && dict=(-dict="fuzz/$t.dict")
+  ./build-fuzz/fuzz_$t -runs="$runs" -max_len=8192 "${dict[@]}" -artifact_prefix=build-fuzz/findings/$t- build-fuzz/corpus/$t >"$log" 2>&1 || {
     echo "fuzz_$t: FINDING (see $log)"; tail -n 30 "$log"; exit 1; }
   done_runs=$(grep -o 'Done [0-9]* runs' "$log" | grep -o '[0-9]*' || echo 0)
   total=$((total + done_runs))

@@ -66,6 +66,17 @@ inline Run run(const std::string& args) {
   return r;
 }
 
+// A run that answers (exit 0, output on stdout) and says exactly `warnings` on stderr.
+inline void expect_warnings(const std::string& args, const std::vector<std::string>& warnings) {
+  INFO(args);
+  const Run r = run(args);
+  CHECK(r.code == 0);
+  CHECK_FALSE(r.out.empty());
+  std::string expected;
+  for (const std::string& w : warnings) expected += "mlaplan: warning: " + w + "\n";
+  CHECK(r.err == expected);
+}
+
 // Bad input: exit code 2, nothing on stdout, and exactly one line on stderr, "mlaplan: <message>".
 inline void expect_refusal(const std::string& args, const std::string& message) {
   INFO(args);

@@ -108,7 +108,7 @@ TEST_CASE("MoE, MTP and quantization fields", "[config]") {
   CHECK(m.layers[3].moe);
   CHECK(m.mtp_layers == 1);
   CHECK(m.quant == WeightQuant::fp8_block);
-  CHECK(m.quant_block_rows == 128);
+  CHECK(m.quant_format.block_rows == 128);
   CHECK(m.mla->q_lora_rank == 1536);
   CHECK(model("deepseek-v2-lite").mla->q_lora_rank == 0);  // null in the config
   CHECK(model("mixtral-8x7b").moe->routed_experts == 8);   // num_local_experts

@@ -245,7 +245,7 @@ TEST_CASE("fp8 weight reads carry their block scales, at the model's own block s
   // 128 heads x 128 x 512 fp8 values + one fp32 scale per 128x128 block.
   CHECK(fold.bytes_read.value == Approx(128.0 * 128 * 512 * (1 + 4.0 / 16384) + tokens_in).epsilon(1e-15));
   const ModelSpec small_blocks = model("deepseek-v3", {"quantization_config.weight_block_size=[64,64]"});
-  REQUIRE(small_blocks.quant_block_rows == 64);
+  REQUIRE(small_blocks.quant_format.block_rows == 64);
   const Op fold64 = op_of(mla_path(small_blocks, w, PathKind::absorb), OpId::q_absorb_w_uk);
   CHECK(fold64.bytes_read.value == Approx(128.0 * 128 * 512 * (1 + 4.0 / 4096) + tokens_in).epsilon(1e-15));
 }

@@ -20,6 +20,7 @@ using nlohmann::json;
 namespace {
 
 using mlaplan::test::expect_refusal;
+using mlaplan::test::expect_warnings;
 using mlaplan::test::Run;
 using mlaplan::test::run;
 
@@ -34,17 +35,6 @@ std::string temp_config(const std::string& name, const json& cfg) {
 json llama_like() {
   return json{{"hidden_size", 4096},   {"num_attention_heads", 32}, {"num_key_value_heads", 8},      {"num_hidden_layers", 4},
               {"intermediate_size", 14336}, {"vocab_size", 128256}, {"tie_word_embeddings", false}};
-}
-
-// A run that answers (exit 0, output on stdout) and says exactly `warnings` on stderr.
-void expect_warnings(const std::string& args, const std::vector<std::string>& warnings) {
-  INFO(args);
-  const Run r = run(args);
-  CHECK(r.code == 0);
-  CHECK_FALSE(r.out.empty());
-  std::string expected;
-  for (const std::string& w : warnings) expected += "mlaplan: warning: " + w + "\n";
-  CHECK(r.err == expected);
 }
 
 // Two argument lists that must print the same answer.
@@ -210,8 +200,8 @@ TEST_CASE("Warnings that matter: one line each on stderr and the answer still pr
   expect_warnings("crossover --set kv_lora_rank=256 --kv-dtype bf16,fp8_flashmla,fp8_flashmla --tp 8", {flashmla});
   expect_warnings("kv --kv-dtype fp8_flashmla", {});
 
-  expect_warnings("kv --set quantization_config.quant_method=awq",
-                  {kDeepSeek + ": key 'quantization_config.quant_method' = \"awq\": a quantization mlaplan does not model: weights counted as bf16 "
+  expect_warnings("kv --set quantization_config.quant_method=bitsandbytes",
+                  {kDeepSeek + ": key 'quantization_config.quant_method' = \"bitsandbytes\": a quantization mlaplan does not model: weights counted as bf16 "
                                "unless --weight-dtype says otherwise"});
   // Warnings come in the order they arise, each once; an error afterwards drops them all.
   expect_warnings("kv -m qwen3-8b --set model_type=qwen9 --tokens 64k",

@@ -78,6 +78,33 @@ Document engine_capacity_for(const CapacityFlags& f, CLI::App* app, Context& ctx
   return doc;
 }
 
+// An answer that a default decides: one line when flipping the weight dtype back to the
+// checkpoint's own, or the default bf16 cache to fp8, turns "does not fit" into "fits" or back.
+void warn_flipped_defaults(Context& ctx, const CapacityFlags& f, CLI::App* app, const ModelSpec& m, const HardwareSpec& hw, const CapacityStudy& st) {
+  const CapacityResult& r = st.result;
+  auto verdict = [](const CapacityResult& x) {
+    return x.fits() ? fmt::format("fits {} sequence{}", x.max_sequences, x.max_sequences == 1 ? "" : "s")
+                    : fmt::format("does not fit ({})", x.verdict.reason);
+  };
+  if (!f.weight_dtype.empty()) {
+    CapacityRequest own = st.request;
+    own.weights = default_weight_plan(m);
+    if (own.weights.linear != st.request.weights.linear) {
+      const CapacityResult alt = plan_capacity(m, hw, own);
+      if (alt.fits() != r.fits())
+        warn(ctx, flag_message("--weight-dtype", f.weight_dtype,
+                               fmt::format("{}; with the checkpoint's own {} weights it {}", verdict(r), to_string(own.weights.linear), verdict(alt))));
+    }
+  }
+  if (!app->count("--kv-dtype") && !r.fits() && r.kv_pool_bytes_per_rank.value > 0) {
+    CapacityRequest fp8 = st.request;
+    fp8.kv_dtype = KvDtype::fp8;
+    const CapacityResult alt = plan_capacity(m, hw, fp8);
+    if (alt.fits())
+      warn(ctx, flag_message("--kv-dtype", f.kv_dtype, fmt::format("the default {}; --kv-dtype fp8 {}", verdict(r), verdict(alt))));
+  }
+}
+
 Document capacity(const CapacityFlags& f, CLI::App* app, Context& ctx) {
   if (!f.engine.empty()) return engine_capacity_for(f, app, ctx);
   for (const char* flag : {"--max-model-len", "--max-num-seqs", "--enforce-eager", "--mtp", "--no-mtp"})
@@ -104,6 +131,7 @@ Document capacity(const CapacityFlags& f, CLI::App* app, Context& ctx) {
                                ? fmt::format("Activation reserve set by --reserve-gib {}.", f.reserve_gib)
                                : fmt::format("Activation reserve estimated for a {}-token forward pass (2 B activations); set it with --reserve-gib.", mbt);
   const CapacityStudy st = capacity_study(m, hw, req, reserve);
+  warn_flipped_defaults(ctx, f, app, m, hw, st);
   Document doc = capacity_document(m, hw, st, note);
   if (f.explain) add_explain_table(doc, explain_capacity(m, hw, st, mbt, f.reserve_gib >= 0));
   return doc;
@@ -118,7 +146,7 @@ void register_capacity_command(CLI::App& app, Context& ctx) {
   c->add_option("--gpu,-g", f->gpu, "bundled GPU name or a hardware JSON file")->capture_default_str();
   add_layout_flags(c, f->layout, true);
   c->add_option("--kv-dtype", f->kv_dtype, "fp32 | bf16 | fp16 | fp8 | fp8_flashmla | fp4")->capture_default_str();
-  c->add_option("--weight-dtype", f->weight_dtype, "fp32 | bf16 | fp16 | fp8 | mxfp4 (default: the config's quantization, else bf16)");
+  c->add_option("--weight-dtype", f->weight_dtype, "fp32 | bf16 | fp16 | fp8 | mxfp4 | int4 | int8 (default: the config's quantization, else bf16)");
   c->add_option("--mem-util", f->mem_util, "fraction of GPU memory the engine may use (default 0.9; with --engine: gpu_memory_utilization / mem_fraction_static / free_gpu_memory_fraction, default the profile's)");
   c->add_option("--context", f->context, "tokens per sequence for the sequence count (default 32768; with --engine, max_model_len)");
   c->add_option("--block-size", f->block_size, "page size in tokens: vLLM 16, FlashMLA 64 (default: unpaged; with --engine the profile's)");

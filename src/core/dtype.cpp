@@ -37,9 +37,9 @@ constexpr std::array<std::pair<std::string_view, KvDtype>, 6> kKvDtypes{{
     {"fp32", KvDtype::fp32}, {"bf16", KvDtype::bf16}, {"fp16", KvDtype::fp16}, {"fp8", KvDtype::fp8},
     {"fp8_flashmla", KvDtype::fp8_flashmla}, {"fp4", KvDtype::fp4}}};
 
-constexpr std::array<std::pair<std::string_view, WeightDtype>, 5> kWeightDtypes{{
+constexpr std::array<std::pair<std::string_view, WeightDtype>, 7> kWeightDtypes{{
     {"fp32", WeightDtype::fp32}, {"bf16", WeightDtype::bf16}, {"fp16", WeightDtype::fp16},
-    {"fp8", WeightDtype::fp8}, {"mxfp4", WeightDtype::mxfp4}}};
+    {"fp8", WeightDtype::fp8}, {"mxfp4", WeightDtype::mxfp4}, {"int4", WeightDtype::int4}, {"int8", WeightDtype::int8}}};
 
 }  // namespace
 
@@ -78,31 +78,56 @@ std::optional<WeightDtype> parse_weight_dtype(std::string_view s) {
   return lookup(kWeightDtypes, s);
 }
 const std::vector<WeightDtype>& all_weight_dtypes() {
-  static const std::vector<WeightDtype> v{WeightDtype::fp32, WeightDtype::bf16, WeightDtype::fp16,
-                                          WeightDtype::fp8, WeightDtype::mxfp4};
+  static const std::vector<WeightDtype> v{WeightDtype::fp32, WeightDtype::bf16, WeightDtype::fp16, WeightDtype::fp8,
+                                          WeightDtype::mxfp4, WeightDtype::int4, WeightDtype::int8};
   return v;
 }
 
-WeightFormat weight_format(WeightDtype d, std::int64_t fp8_block_rows, std::int64_t fp8_block_cols) {
+WeightFormat weight_format(WeightDtype d) {
   switch (d) {
-    case WeightDtype::fp32: return {.value_bits = 32, .scale_bytes = 0, .block_rows = 1, .block_cols = 1};
+    case WeightDtype::fp32: return {.value_bits = 32};
     case WeightDtype::bf16:
-    case WeightDtype::fp16: return {.value_bits = 16, .scale_bytes = 0, .block_rows = 1, .block_cols = 1};
-    case WeightDtype::fp8: return {.value_bits = 8, .scale_bytes = 4, .block_rows = fp8_block_rows, .block_cols = fp8_block_cols};
+    case WeightDtype::fp16: return {.value_bits = 16};
+    case WeightDtype::fp8: return fp8_block_format(128, 128);
     case WeightDtype::mxfp4: return {.value_bits = 4, .scale_bytes = 1, .block_rows = 1, .block_cols = 32};
+    case WeightDtype::int4:
+    case WeightDtype::int8: {
+      // AutoAWQ WQLinear_GEMM / AutoGPTQ QuantLinear: fp16 scales [in/128, out], int32-packed zeros
+      // [in/128, out·bits/32] (see io/hf_config.cpp for the sources).
+      const int bits = d == WeightDtype::int4 ? 4 : 8;
+      return {.value_bits = bits, .scale_bytes = 2, .block_rows = 1, .block_cols = 128, .zero_bits = bits, .zeros_packed = true};
+    }
   }
   return {};
+}
+
+WeightFormat fp8_block_format(std::int64_t block_rows, std::int64_t block_cols) {
+  return {.value_bits = 8, .scale_bytes = 4, .block_rows = block_rows, .block_cols = block_cols};
 }
 
 Bytes weight_matrix_bytes(std::int64_t rows, std::int64_t cols, const WeightFormat& f) {
   const std::int64_t values = sat_mul(rows, cols);
   const std::int64_t value_bytes = f.value_bits % 8 == 0 ? sat_mul(values, f.value_bits / 8) : ceil_div(sat_mul(values, f.value_bits), 8);
-  const std::int64_t scales = f.scale_bytes > 0 ? sat_mul(sat_mul(ceil_div(rows, f.block_rows), ceil_div(cols, f.block_cols)), f.scale_bytes) : 0;
-  return Bytes{sat_add(value_bytes, scales)};
+  // Scale blocks along each side; a side of 0 spans the whole dimension.
+  const std::int64_t block_rows = f.block_rows > 0 ? ceil_div(rows, f.block_rows) : 1;
+  const std::int64_t block_cols = f.block_cols > 0 ? ceil_div(cols, f.block_cols) : 1;
+  const std::int64_t scales = f.scale_bytes > 0 ? sat_mul(sat_mul(block_rows, block_cols), f.scale_bytes) : 0;
+  // Zero points: one per scale block, packed into int32 words along the output rows, or one per
+  // byte-aligned slot.
+  std::int64_t zeros = 0;
+  if (f.zero_bits > 0) {
+    const std::int64_t per_column = f.zeros_packed ? sat_mul(ceil_div(sat_mul(block_rows, f.zero_bits), 32), 4)
+                                                   : sat_mul(block_rows, ceil_div(f.zero_bits, 8));
+    zeros = sat_mul(block_cols, per_column);
+  }
+  const std::int64_t index = sat_mul(cols, f.index_bytes_per_col);
+  return Bytes{sat_add(sat_add(sat_add(value_bytes, scales), sat_add(zeros, index)), f.bytes_per_matrix)};
 }
 
 double bytes_per_element(const WeightFormat& f) {
-  return f.value_bits / 8.0 + static_cast<double>(f.scale_bytes) / static_cast<double>(f.block_rows * f.block_cols);
+  if (f.block_rows <= 0 || f.block_cols <= 0) return f.value_bits / 8.0;
+  const double block = static_cast<double>(f.block_rows) * static_cast<double>(f.block_cols);
+  return f.value_bits / 8.0 + static_cast<double>(f.scale_bytes) / block + f.zero_bits / 8.0 / block;
 }
 double bytes_per_element(WeightDtype d) { return bytes_per_element(weight_format(d)); }
 

@@ -186,8 +186,7 @@ Bytes engine_tensor_bytes(const ModelSpec& m, const EngineProfile& p, const Weig
 
 // One rows × cols matrix in bf16, or in the checkpoint's linear format (block scales included).
 Bytes matrix_bytes(std::int64_t rows, std::int64_t cols, const WeightPlan& plan, bool bf16) {
-  const WeightDtype d = bf16 ? WeightDtype::bf16 : plan.linear;
-  return weight_matrix_bytes(rows, cols, weight_format(d, plan.block_rows, plan.block_cols));
+  return weight_matrix_bytes(rows, cols, bf16 ? weight_format(WeightDtype::bf16) : linear_format(plan));
 }
 
 }  // namespace

@@ -179,16 +179,27 @@ ParamCounts count_params(const ModelSpec& m) {
   return c;
 }
 
-WeightPlan default_weight_plan(const ModelSpec& m) {
-  WeightPlan p;
+WeightDtype checkpoint_weight_dtype(const ModelSpec& m) {
   switch (m.quant) {
     case WeightQuant::none: break;
-    case WeightQuant::fp8_block:
-      p.linear = WeightDtype::fp8;
-      p.block_rows = m.quant_block_rows;
-      p.block_cols = m.quant_block_cols;
-      break;
-    case WeightQuant::mxfp4: p.linear = WeightDtype::mxfp4; break;
+    case WeightQuant::fp8_block: return WeightDtype::fp8;
+    case WeightQuant::mxfp4: return WeightDtype::mxfp4;
+    case WeightQuant::int4: return WeightDtype::int4;
+    case WeightQuant::int8: return WeightDtype::int8;
+  }
+  return WeightDtype::bf16;
+}
+
+WeightFormat weight_format_for(const ModelSpec& m, WeightDtype d) {
+  return m.quant != WeightQuant::none && d == checkpoint_weight_dtype(m) ? m.quant_format : weight_format(d);
+}
+
+WeightPlan default_weight_plan(const ModelSpec& m) {
+  WeightPlan p;
+  p.linear = checkpoint_weight_dtype(m);
+  if (m.quant != WeightQuant::none) {
+    p.format = m.quant_format;
+    p.dense = m.quant_dense;
   }
   p.quantize_attention = !m.quant_skips_attention;
   return p;
@@ -196,27 +207,27 @@ WeightPlan default_weight_plan(const ModelSpec& m) {
 
 WeightDtype attention_weight_dtype(const ModelSpec& m) {
   if (m.quant == WeightQuant::fp8_block) return WeightDtype::fp8;
-  if (m.quant == WeightQuant::mxfp4 && !m.quant_skips_attention) return WeightDtype::mxfp4;
+  if (m.quant != WeightQuant::none && !m.quant_skips_attention) return checkpoint_weight_dtype(m);
   return WeightDtype::bf16;
 }
 
 WeightPlan weight_plan_for(const ModelSpec& m, WeightDtype d) {
-  WeightPlan base = default_weight_plan(m);
+  const WeightPlan base = default_weight_plan(m);
+  if (d == base.linear) return base;  // the checkpoint's own format and exclusions
   WeightPlan p;
   p.linear = d;
   p.dense = (d == WeightDtype::fp32 || d == WeightDtype::fp16) ? d : WeightDtype::bf16;
-  // Keep the checkpoint's own exclusions when the request matches its format.
-  p.quantize_attention = d == base.linear ? base.quantize_attention : true;
-  p.block_rows = base.block_rows;
-  p.block_cols = base.block_cols;
+  p.quantize_attention = true;
   return p;
 }
+
+WeightFormat linear_format(const WeightPlan& plan) { return plan.format.value_or(weight_format(plan.linear)); }
 
 namespace {
 
 // Bytes of one copy of a tensor in the given storage.
 std::int64_t copy_bytes(const WeightTensor& t, WeightDtype d, const WeightPlan& plan) {
-  return weight_matrix_bytes(t.rows, t.cols, weight_format(d, plan.block_rows, plan.block_cols)).value;
+  return weight_matrix_bytes(t.rows, t.cols, d == plan.linear ? linear_format(plan) : weight_format(d)).value;
 }
 
 bool quantized(const WeightTensor& t, const WeightPlan& plan) {

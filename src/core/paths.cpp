@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "mlaplan/core/kv.hpp"
+#include "mlaplan/core/params.hpp"
 
 namespace mlaplan {
 
@@ -324,7 +325,7 @@ void add_indexer(PathPlan& p, const MlaGeometry& g, const BatchTotals& t, bool p
 }  // namespace
 
 double weight_bytes_per_element(const ModelSpec& m, WeightDtype d) {
-  return bytes_per_element(weight_format(d, m.quant_block_rows, m.quant_block_cols));
+  return bytes_per_element(weight_format_for(m, d));
 }
 
 MlaGeometry mla_geometry(const ModelSpec& m, const Workload& w) {

@@ -16,10 +16,24 @@ namespace {
 std::string name(PathKind k) { return std::string(to_string(k)); }
 std::string bound(bool compute_bound) { return compute_bound ? "compute" : "memory"; }
 
+// How a checkpoint's scales are laid out: "128x128 blocks", "g128", "per channel", "per tensor".
+std::string scale_layout(const WeightFormat& f) {
+  if (f.block_rows <= 0 && f.block_cols <= 0) return "per tensor";
+  if (f.block_cols <= 0) return "per channel";
+  if (f.block_rows == 1) return fmt::format("g{}", f.block_cols);
+  return fmt::format("{}x{} blocks", f.block_rows, f.block_cols);
+}
+
 std::string weights_label(const ModelSpec& m) {
   switch (m.quant) {
-    case WeightQuant::fp8_block: return fmt::format("fp8 {}x{} blocks", m.quant_block_rows, m.quant_block_cols);
+    case WeightQuant::fp8_block:
+      if (m.quant_method == "fp8") return fmt::format("fp8 {}", scale_layout(m.quant_format));
+      return fmt::format("{} fp8 {}{}", m.quant_method, scale_layout(m.quant_format), m.quant_skips_attention ? " (attention dense)" : "");
     case WeightQuant::mxfp4: return m.quant_skips_attention ? "mxfp4 (experts)" : "mxfp4";
+    case WeightQuant::int4:
+    case WeightQuant::int8:
+      return fmt::format("{} {} {}{}", m.quant_method, to_string(checkpoint_weight_dtype(m)), scale_layout(m.quant_format),
+                         m.quant_skips_attention ? " (attention dense)" : "");
     case WeightQuant::none: break;
   }
   return "bf16";

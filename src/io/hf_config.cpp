@@ -18,6 +18,7 @@
 #include "mlaplan/core/params.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/lists.hpp"
+#include "hf_quantization.hpp"
 
 namespace mlaplan {
 
@@ -55,13 +56,23 @@ constexpr std::string_view kReadKeys[] = {
     "decoder_sparse_step", "mlp_only_layers",
     // quantization
     "quantization_config", "quantization_config.quant_method", "quantization_config.weight_block_size",
-    "quantization_config.modules_to_not_convert",
+    "quantization_config.modules_to_not_convert", "quantization_config.bits", "quantization_config.group_size",
+    "quantization_config.zero_point", "quantization_config.version", "quantization_config.backend",
+    "quantization_config.desc_act", "quantization_config.sym", "quantization_config.checkpoint_format",
+    "quantization_config.lm_head", "quantization_config.modules_in_block_to_quantize", "quantization_config.dynamic",
+    "quantization_config.format", "quantization_config.config_groups", "quantization_config.ignore",
+    "quantization_config.kv_cache_scheme", "quantization_config.sparsity_config", "quantization_config.transform_config",
+    "quantization_config.config_groups.*.targets", "quantization_config.config_groups.*.weights",
+    "quantization_config.config_groups.*.input_activations", "quantization_config.config_groups.*.output_activations",
+    "quantization_config.config_groups.*.format", "quantization_config.config_groups.*.weights.num_bits",
+    "quantization_config.config_groups.*.weights.type", "quantization_config.config_groups.*.weights.symmetric",
+    "quantization_config.config_groups.*.weights.strategy", "quantization_config.config_groups.*.weights.group_size",
+    "quantization_config.config_groups.*.weights.block_structure", "quantization_config.config_groups.*.weights.actorder",
+    "quantization_config.config_groups.*.weights.dynamic",
     // hybrid decoders, read to refuse them
     "layers_block_type", "attn_layer_period", "attn_layer_offset", "hybrid_override_pattern", "attn_type_list"};
 
-bool reads_key(std::string_view key) {
-  return std::find(std::begin(kReadKeys), std::end(kReadKeys), key) != std::end(kReadKeys);
-}
+bool reads_key(std::string_view key) { return reads_config_key(key); }
 
 // Model types whose configs the reader has been checked against (the bundled ones and those it
 // special-cases); another one is read from its fields with a note.
@@ -86,22 +97,8 @@ class Reader {
 
   // An integer (a JSON integer, or a float with an integral value) within [lo, hi].
   std::int64_t integer(const char* key, std::int64_t lo = 1, std::int64_t hi = kMaxDim) const {
-    if (!has(key)) bad(key, "required field is missing");
-    const json& v = cfg_.at(key);
-    double d = 0;
-    if (v.is_number_integer()) {
-      if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
-        bad(key, fmt::format("must be at most {}", hi));
-      d = static_cast<double>(v.get<std::int64_t>());
-    } else if (v.is_number_float()) {
-      d = v.get<double>();
-      if (!std::isfinite(d) || std::floor(d) != d) bad(key, "expected an integer");
-    } else {
-      bad(key, "expected an integer");
-    }
-    if (d < static_cast<double>(lo)) bad(key, lo == 1 ? "must be a positive integer" : fmt::format("must be at least {}", lo));
-    if (d > static_cast<double>(hi)) bad(key, fmt::format("must be at most {}", hi));
-    return static_cast<std::int64_t>(d);
+    (void)has(key);  // listed in kReadKeys
+    return config_integer(cfg_.contains(key) ? &cfg_.at(key) : nullptr, source_, key, lo, hi);
   }
   std::int64_t integer_or(const char* key, std::int64_t fallback, std::int64_t lo = 1, std::int64_t hi = kMaxDim) const {
     return has(key) ? integer(key, lo, hi) : fallback;
@@ -301,28 +298,7 @@ void read_quantization(const Reader& r, ModelSpec& m) {
   if (!r.has("quantization_config")) return;
   const json& q = r.at("quantization_config");
   if (!q.is_object()) r.bad("quantization_config", "expected an object");
-  const std::string method = q.contains("quant_method") && q["quant_method"].is_string() ? q["quant_method"].get<std::string>() : std::string{};
-  if (method == "fp8") {
-    m.quant = WeightQuant::fp8_block;
-    if (q.contains("weight_block_size") && !q["weight_block_size"].is_null()) {
-      const json& b = q["weight_block_size"];
-      if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_integer() ||
-          b[0].get<std::int64_t>() <= 0 || b[1].get<std::int64_t>() <= 0)
-        fail_key(r.source(), "quantization_config.weight_block_size", show(b), "expected two positive integers");
-      m.quant_block_rows = b[0].get<std::int64_t>();
-      m.quant_block_cols = b[1].get<std::int64_t>();
-    }
-  } else if (method == "mxfp4") {
-    m.quant = WeightQuant::mxfp4;
-  } else {
-    m.warnings.push_back(key_message(r.source(), "quantization_config.quant_method", show(q.contains("quant_method") ? q["quant_method"] : json()),
-                                     "a quantization mlaplan does not model: weights counted as bf16 unless --weight-dtype says otherwise"));
-    return;
-  }
-  if (q.contains("modules_to_not_convert") && q["modules_to_not_convert"].is_array()) {
-    for (const json& mod : q["modules_to_not_convert"])
-      if (mod.is_string() && mod.get<std::string>().find("self_attn") != std::string::npos) m.quant_skips_attention = true;
-  }
+  read_quantization_config(q, r.source(), m);
 }
 
 // A model whose parameters or cache would not fit exact 64-bit arithmetic is not a real one.
@@ -336,6 +312,10 @@ void check_magnitude(const Reader& r, const ModelSpec& m) {
 }
 
 }  // namespace
+
+bool reads_config_key(std::string_view key) {
+  return std::find(std::begin(kReadKeys), std::end(kReadKeys), key) != std::end(kReadKeys);
+}
 
 std::string show_json(const json& v) {
   std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);

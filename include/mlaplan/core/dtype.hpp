@@ -35,31 +35,55 @@ const std::vector<KvDtype>& all_kv_dtypes();
 
 // Weight storage. fp8 is e4m3 with one fp32 scale per 128x128 block of each linear weight
 // (DeepSeek-V3 §3.5.2, `weight_block_size: [128, 128]`); mxfp4 is e2m1 with one e8m0 scale per
-// 32 input elements (OCP MX). Only linear (matrix) weights are quantized; embeddings, norms,
-// routers and biases keep the dense dtype unless the model says otherwise.
-enum class WeightDtype { fp32, bf16, fp16, fp8, mxfp4 };
+// 32 input elements (OCP MX); int4 and int8 are integers with one scale (and, when asymmetric, one
+// zero point) per group of input elements (AWQ, GPTQ, compressed-tensors; group size from the
+// config). Only linear (matrix) weights are quantized; embeddings, norms, routers and biases keep
+// the dense dtype unless the model says otherwise.
+enum class WeightDtype { fp32, bf16, fp16, fp8, mxfp4, int4, int8 };
 
 std::string_view to_string(WeightDtype d);
 std::optional<WeightDtype> parse_weight_dtype(std::string_view s);
 const std::vector<WeightDtype>& all_weight_dtypes();
 
-// How a weight matrix [rows, cols] is stored: every size of a weight dtype derives from this one
-// definition. Values of `value_bits`, plus one scale of `scale_bytes` per block of
-// block_rows x block_cols elements (scale_bytes 0: no scales).
+// How a weight matrix [rows, cols] (rows = output features, cols = input features) is stored:
+// every size of a weight dtype derives from this one definition.
+//   values      `value_bits` each, packed: ⌈rows·cols·value_bits/8⌉ B;
+//   scales      one of `scale_bytes` per block of block_rows x block_cols elements (a block side of
+//               0 spans the whole dimension: block_cols 0 is one scale per output row, per channel;
+//               both 0 is one scale per matrix, per tensor);
+//   zero points one of `zero_bits` per scale block when the quantization is asymmetric (0: none
+//               stored); packed into int32 words along the output rows when zeros_packed
+//               (⌈rows·zero_bits/32⌉·4 B per block column), else one per byte-aligned slot;
+//   g_idx       `index_bytes_per_col` per input column (GPTQ's int32 group index);
+//   per matrix  `bytes_per_matrix` of bookkeeping (compressed-tensors' weight_shape).
+// The defaults, for a --weight-dtype the checkpoint does not carry:
 //   fp32 32 bits; bf16, fp16 16 bits; fp8 (e4m3) 8 bits + one fp32 scale per 128x128 block
-//   (DeepSeek-V3 `weight_block_size`, overridable); mxfp4 (e2m1) 4 bits + one e8m0 (1 B) scale per
-//   1x32 block of each row's input elements (OCP MX v1.0 §5).
+//   (DeepSeek-V3 `weight_block_size`); mxfp4 (e2m1) 4 bits + one e8m0 (1 B) scale per 1x32 block
+//   of each row's input elements (OCP MX v1.0 §5); int4, int8: AutoAWQ's and AutoGPTQ's asymmetric
+//   group-128 layout, one fp16 scale and one packed zero point of the value width per 128 input
+//   elements of each row. A checkpoint's own format (io/hf_config) replaces these.
 struct WeightFormat {
   int value_bits = 16;
   int scale_bytes = 0;
   std::int64_t block_rows = 1;
   std::int64_t block_cols = 1;
+  int zero_bits = 0;
+  bool zeros_packed = false;
+  int index_bytes_per_col = 0;
+  int bytes_per_matrix = 0;
+  bool operator==(const WeightFormat&) const = default;
 };
-WeightFormat weight_format(WeightDtype d, std::int64_t fp8_block_rows = 128, std::int64_t fp8_block_cols = 128);
-// Exact bytes of one [rows, cols] matrix: ⌈rows·cols·bits/8⌉ + ⌈rows/br⌉·⌈cols/bc⌉·scale_bytes.
+WeightFormat weight_format(WeightDtype d);
+// fp8 with another scale block shape (a config's `weight_block_size`).
+WeightFormat fp8_block_format(std::int64_t block_rows, std::int64_t block_cols);
+// Exact bytes of one [rows, cols] matrix: values + scales + zero points + g_idx + per-matrix bytes,
+//   ⌈rows·cols·bits/8⌉ + ⌈rows/br⌉·⌈cols/bc⌉·scale_bytes + ⌈cols/bc⌉·⌈rows·zero_bits/32⌉·4 (packed)
+//   + cols·index_bytes_per_col + bytes_per_matrix.
 Bytes weight_matrix_bytes(std::int64_t rows, std::int64_t cols, const WeightFormat& f);
-// Bytes per element with the scales amortised (fp8: 1 + 4/16384; mxfp4: 0.5 + 1/32), the size the
-// cost model charges for weight traffic.
+// Bytes per element with scales and zero points amortised over their blocks (fp8: 1 + 4/16384;
+// mxfp4: 0.5 + 1/32; int4 g128: 0.5 + 2/128 + 0.5/128), the size the cost model charges for weight
+// traffic. Per-column and per-matrix bytes depend on the shape and are left out (GPTQ's g_idx is
+// 4/rows B per element: under 0.1% of a real matrix), and so is a scale whose block spans a whole dimension (block side 0).
 double bytes_per_element(const WeightFormat& f);
 double bytes_per_element(WeightDtype d);
 

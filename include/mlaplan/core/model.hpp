@@ -44,7 +44,8 @@ struct LayerSpec {
   bool moe = false;            // MLP is a mixture of experts
 };
 
-enum class WeightQuant { none, fp8_block, mxfp4 };
+// A checkpoint's weight quantization: fp8 (block or channel scales), mxfp4, or integer groups.
+enum class WeightQuant { none, fp8_block, mxfp4, int4, int8 };
 
 struct ModelSpec {
   std::string name;          // display name, e.g. "deepseek-ai/DeepSeek-V3"
@@ -76,8 +77,11 @@ struct ModelSpec {
   std::int64_t max_position_embeddings = 0;
 
   WeightQuant quant = WeightQuant::none;
-  std::int64_t quant_block_rows = 128;
-  std::int64_t quant_block_cols = 128;
+  std::string quant_method;  // the config's quant_method (fp8, mxfp4, awq, gptq, compressed-tensors)
+  // The checkpoint's exact storage of its quantized linear weights (block or group shape, scale
+  // width, zero points, g_idx), and the dtype it keeps everything else in (its torch_dtype).
+  WeightFormat quant_format = fp8_block_format(128, 128);
+  WeightDtype quant_dense = WeightDtype::bf16;
   // Module groups that a quantized checkpoint keeps in the dense dtype, already interpreted:
   bool quant_skips_attention = false;
 

@@ -2,6 +2,7 @@
 // Parameter counts and weight bytes, as sums over the named weight tensors of a model.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,11 +57,21 @@ struct WeightPlan {
   WeightDtype linear = WeightDtype::bf16;  // linear (matrix) weights
   WeightDtype dense = WeightDtype::bf16;   // embeddings, norms, routers, biases, skipped modules
   bool quantize_attention = true;          // false when the checkpoint keeps attention dense
-  std::int64_t block_rows = 128;           // fp8 block scale shape
-  std::int64_t block_cols = 128;
+  // The checkpoint's exact storage of `linear` (its block or group shape, scales, zero points);
+  // none: the default format of `linear` (weight_format).
+  std::optional<WeightFormat> format;
 };
+// The storage of a plan's linear weights: its checkpoint format, else the dtype's default.
+WeightFormat linear_format(const WeightPlan& plan);
 
-// What the config's quantization_config says; bf16 when it says nothing.
+// The dtype of the checkpoint's quantized linear weights; bf16 when it has none.
+WeightDtype checkpoint_weight_dtype(const ModelSpec& m);
+// The checkpoint's own storage when d is its quantized dtype (its block or group shape, scale
+// width and zero points), else d's default format.
+WeightFormat weight_format_for(const ModelSpec& m, WeightDtype d);
+
+// What the config's quantization_config says; bf16 when it says nothing. Modules a quantized
+// checkpoint keeps unquantized are in its torch_dtype.
 WeightPlan default_weight_plan(const ModelSpec& m);
 // The plan for an explicit --weight-dtype.
 WeightPlan weight_plan_for(const ModelSpec& m, WeightDtype d);
@@ -70,7 +81,8 @@ WeightPlan weight_plan_for(const ModelSpec& m, WeightDtype d);
 WeightDtype attention_weight_dtype(const ModelSpec& m);
 
 // Bytes of all copies of one tensor, quantization scales included:
-// fp8 block: rows·cols + ⌈rows/128⌉·⌈cols/128⌉·4; mxfp4: rows·cols/2 + rows·⌈cols/32⌉.
+// fp8 block: rows·cols + ⌈rows/128⌉·⌈cols/128⌉·4; mxfp4: rows·cols/2 + rows·⌈cols/32⌉;
+// int4 group g (AWQ): rows·cols/2 + rows·⌈cols/g⌉·2 + ⌈cols/g⌉·⌈rows/8⌉·4.
 Bytes tensor_bytes(const WeightTensor& t, const WeightPlan& plan);
 
 
