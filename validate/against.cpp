@@ -31,6 +31,7 @@ namespace {
 
 constexpr const char* kDecode = "absorbed_decode";
 constexpr const char* kPrefill = "expanded_prefill";
+constexpr const char* kGemm = "gemm";
 // A folder's provenance: file, source, licence for each of its tables (not a table of timings).
 constexpr const char* kSourcesFile = "sources.csv";
 
@@ -149,7 +150,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
     if (e.is_regular_file() && e.path().extension() == ".csv" && e.path().filename() != kSourcesFile) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   if (files.empty()) fail(dir.string(), "holds no .csv files");
-  const std::set<std::string> known{"kernel", "batch", "kv_len", "seq_len", "latency_us", "heads", "query", "kv_dtype"};
+  const std::set<std::string> known{"kernel", "batch", "kv_len", "seq_len", "latency_us", "heads", "query", "kv_dtype", "m", "n", "k", "dtype", "a_dtype"};
   std::vector<Row> rows;
   for (const fs::path& p : files) {
     const std::string file = p.string();
@@ -161,8 +162,29 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       Row r;
       r.gpu_key = gpu_key, r.file = p.filename().string(), r.gpu = &gpu;
       r.kernel = text_field(t, cells, "kernel", "");
-      if (r.kernel != kDecode && r.kernel != kPrefill)
-        fail_key(file, "kernel", r.kernel.empty() ? "(absent)" : r.kernel, fmt::format("row {}: expected absorbed_decode or expanded_prefill", i + 1));
+      if (r.kernel != kDecode && r.kernel != kPrefill && r.kernel != kGemm)
+        fail_key(file, "kernel", r.kernel.empty() ? "(absent)" : r.kernel, fmt::format("row {}: expected absorbed_decode, expanded_prefill or gemm", i + 1));
+      if (r.kernel == kGemm) {
+        // [m, k] x [k, n] in bf16, or fp8 inputs (with their block scales) and a bf16 output at the
+        // fp8 peak. The row's shape fields hold m (len), n (heads) and k (query), for the lookup.
+        r.len = field(t, cells, i, file, "m", std::nullopt);
+        r.heads = field(t, cells, i, file, "n", std::nullopt);
+        r.query = field(t, cells, i, file, "k", std::nullopt);
+        std::string d = text_field(t, cells, "dtype", text_field(t, cells, "a_dtype", "bf16"));
+        if (d == "fp8_e4m3") d = "fp8";
+        if (d != "bf16" && d != "fp8") fail_key(file, "dtype", d, fmt::format("row {}: expected bf16 or fp8", i + 1));
+        r.kv_dtype = d;
+        r.measured_s = field(t, cells, i, file, "latency_us", std::nullopt) * 1e-6;
+        for (auto [col, v] : {std::pair{"m", r.len}, std::pair{"n", r.heads}, std::pair{"k", r.query}})
+          if (v != std::floor(v)) fail_key(file, col, fmt::format("{}", v), fmt::format("row {}: expected a whole number", i + 1));
+        const bool fp8 = d == "fp8" && gpu.peak_flops(DType::fp8);
+        r.op = gemm_op(OpId::q_proj, r.len, r.query, r.heads, fp8 ? 1 : 2, fp8 ? 1 : 2);
+        r.op.bytes_written = BytesF{r.len * r.heads * 2};  // the output in bf16 either way
+        r.peak = gpu.peak_flops(fp8 ? DType::fp8 : DType::bf16)->value;
+        r.sol_s = std::max(r.op.flops.value / r.peak, r.op.bytes().value / gpu.memory_bandwidth.value);
+        rows.push_back(std::move(r));
+        continue;
+      }
       const bool decode = r.kernel == kDecode;
       r.batch = field(t, cells, i, file, "batch", std::nullopt);
       r.len = field(t, cells, i, file, decode ? "kv_len" : "seq_len", std::nullopt);
@@ -274,7 +296,7 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
       if (const auto& k = shipped->kernel(*parse_kernel_family(r.kernel)))
         r.default_s = calibrated_time(r.op, *k, FlopsPerSecond{r.peak}, gpu.memory_bandwidth, static_cast<double>(std::max<std::int64_t>(1, gpu.sm_count))).time().value;
   std::vector<GpuKernelFit> fits;
-  for (const char* k : {kDecode, kPrefill}) {
+  for (const char* k : {kDecode, kPrefill, kGemm}) {
     const auto train = select(rows, k, [](const Row& r) { return r.train; });
     if (train.empty()) continue;
     fits.push_back(fit(k, train));
@@ -300,7 +322,7 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
              {"fit_median_ape", "refit median (held out)", Unit::fraction},
              {"fit_p90_ape", "refit p90 (held out)", Unit::fraction}},
             .rows = {}};
-  for (const char* k : {kDecode, kPrefill}) {
+  for (const char* k : {kDecode, kPrefill, kGemm}) {
     const auto all = of_kernel(rows, k);
     if (all.empty()) continue;
     const ErrorStats s = ape_stats(errors(all, &Row::sol_s)), d = ape_stats(errors(all, &Row::default_s)),
@@ -314,9 +336,9 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
 
   std::vector<svg::Series> series;
   int c = 0;
-  for (const char* k : {kDecode, kPrefill}) {
+  for (const char* k : {kDecode, kPrefill, kGemm}) {
     svg::Series fitted{.name = std::string(k) + ", refit (held out)", .line = false, .markers = true, .color = c, .marker = c};
-    svg::Series sol{.name = std::string(k) + ", speed of light", .line = false, .markers = true, .color = c + 2, .marker = c};
+    svg::Series sol{.name = std::string(k) + ", speed of light", .line = false, .markers = true, .color = c + 3, .marker = c};
     for (const Row& r : rows)
       if (r.kernel == k && !r.train) fitted.points.push_back({r.measured_s, r.fit_s}), sol.points.push_back({r.measured_s, r.sol_s});
     if (!fitted.points.empty()) series.push_back(fitted), series.push_back(sol);
@@ -409,7 +431,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
       }
     }
   };
-  for (const char* k : {kDecode, kPrefill}) {
+  for (const char* k : {kDecode, kPrefill, kGemm}) {
     for (std::size_t g = 0; g < gpus.size(); ++g) {
       std::vector<Row>& mine = per_gpu[g];
       if (of_kernel(mine, k).empty()) continue;

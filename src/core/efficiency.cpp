@@ -79,10 +79,15 @@ double wave_efficiency(double ctas, double sms) {
   return ctas / (std::ceil(ctas / sms) * sms);
 }
 
+double launched_ctas(const Tiling& t, double sms) {
+  if (!(t.ctas > 0) || !(sms > 0)) return t.ctas;
+  return t.ctas * std::min(t.split_k, std::max(1.0, std::ceil(sms / t.ctas)));
+}
+
 CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms) {
   CalibratedTime t;
   const Tiling& tl = op.tiling;
-  t.waves = wave_efficiency(tl.ctas, sms);
+  t.waves = wave_efficiency(launched_ctas(tl, sms), sms);
   const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
   double compute = flops / (peak.value * k.eta_compute * t.waves);
   if (tl.longest_cta_flops > 0 && sms > 0) compute = std::max(compute, tl.longest_cta_flops / (peak.value / sms * k.eta_compute));

@@ -425,7 +425,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const KernelFamily fam = family_of(op.id);
     const KernelEfficiency& k = *rf.kernels[static_cast<std::size_t>(fam)];
     const Tiling& tl = op.tiling;
-    const double w = wave_efficiency(tl.ctas, rf.sms);
+    const double ctas = launched_ctas(tl, rf.sms), w = wave_efficiency(ctas, rf.sms);
     const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
     std::string cta;
     if (tl.longest_cta_flops > 0 && rf.sms > 0)
@@ -437,8 +437,8 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                          to_string(fam), " family"),
                      cat(num(std::max(1.0, tl.launches)), " · (", secs(k.fixed.value), " + ", num(tl.sequences), " · ", secs(k.per_sequence.value), ") + max(",
                          num(flops), " / (", si(peak.value, "FLOP/s"), " · ", plain(k.eta_compute), " · ", plain(w), "), ", num(op.bytes().value), " / (",
-                         si(rf.bandwidth.value, "B/s"), " · ", plain(k.eta_memory), " · ", plain(w), ")", cta, "); w = ", num(tl.ctas), " / (⌈",
-                         num(tl.ctas), " / ", num(rf.sms), "⌉ · ", num(rf.sms), ")"),
+                         si(rf.bandwidth.value, "B/s"), " · ", plain(k.eta_memory), " · ", plain(w), ")", cta, "); w = ", num(ctas), " / (⌈",
+                         num(ctas), " / ", num(rf.sms), "⌉ · ", num(rf.sms), ")"),
                      cat(secs(t.time.value), " = ", secs(t.fixed.value), " + ", secs(std::max(t.compute, t.memory).value),
                          t.compute_bound ? " (compute-bound)" : " (memory-bound)"),
                      t.time.value, "s");

@@ -123,11 +123,14 @@ double capped_pairs(double query, double prefix, double cap, bool causal) {
   return attention_pairs(below, prefix, true) + (query - below) * cap;
 }
 
-// Kernel tiles, for calibrated time (efficiency.hpp): GEMMs in 128 x 128 output tiles; the latent
+// Kernel tiles, for calibrated time (efficiency.hpp): GEMMs in 128 x 128 output tiles (split-K below); the latent
 // kernel packs a sequence's Q·h_t query rows into tiles of 64 (FlashMLA's block of heads, padded)
 // and walks its keys in blocks of 256; flash attention runs one thread block per 128 queries and
 // head, and the block of a causal prefill's last queries sees every key.
 constexpr double kGemmTile = 128, kLatentRows = 64, kLatentKeys = 256, kFlashQueries = 128;
+// A GEMM with fewer output tiles than SMs splits its reduction (split-K, as cuBLAS and DeepGEMM do
+// for skinny shapes) into slices of at least 512.
+constexpr double kSplitKMin = 512;
 
 BatchTotals batch_totals(const Workload& w) {
   BatchTotals t;
@@ -143,33 +146,22 @@ BatchTotals batch_totals(const Workload& w) {
 
 namespace {
 
-// [tokens, in] × [in, out]: the weight read once, activations in and out once.
-Op gemm(OpId id, double tokens, double in, double out, double weight_b, double act_b) {
-  Op op;
-  op.id = id;
-  op.flops = Flops{2 * tokens * in * out};
-  op.bytes_read = BytesF{in * out * weight_b + tokens * in * act_b};
-  op.bytes_written = BytesF{tokens * out * act_b};
-  op.tiling.ctas = std::ceil(tokens / kGemmTile) * std::ceil(out / kGemmTile);
-  return op;
-}
-
 void add_mla_projections_in(PathPlan& p, const MlaGeometry& g, const BatchTotals& t) {
   const double T = t.new_tokens, ba = g.act_bytes, bw = g.weight_bytes;
   const double qk = g.d_n + g.d_r;
   if (g.r_q > 0) {
-    p.add(gemm(OpId::q_a_proj, T, g.hidden, g.r_q, bw, ba));
-    p.add(gemm(OpId::q_b_proj, T, g.r_q, g.heads * qk, bw, ba));
+    p.add(gemm_op(OpId::q_a_proj, T, g.hidden, g.r_q, bw, ba));
+    p.add(gemm_op(OpId::q_b_proj, T, g.r_q, g.heads * qk, bw, ba));
   } else {
-    p.add(gemm(OpId::q_proj, T, g.hidden, g.heads * qk, bw, ba));
+    p.add(gemm_op(OpId::q_proj, T, g.hidden, g.heads * qk, bw, ba));
   }
-  Op kv = gemm(OpId::kv_a_proj, T, g.hidden, g.r + g.d_r, bw, ba);
+  Op kv = gemm_op(OpId::kv_a_proj, T, g.hidden, g.r + g.d_r, bw, ba);
   kv.bytes_written += BytesF{T * g.cache_bytes_per_token};  // the new tokens' cache rows
   p.add(kv);
 }
 
 void add_o_proj(PathPlan& p, const MlaGeometry& g, const BatchTotals& t) {
-  p.add(gemm(OpId::o_proj, t.new_tokens, g.heads * g.d_v, g.hidden, g.weight_bytes, g.act_bytes));
+  p.add(gemm_op(OpId::o_proj, t.new_tokens, g.heads * g.d_v, g.hidden, g.weight_bytes, g.act_bytes));
 }
 
 // A per-head fold, [h_t, T, in] × [h_t, in, out]: W_UK into the query (in d_n, out r) and W_UV
@@ -304,8 +296,8 @@ Op lse_merge(const MlaGeometry& g, const BatchTotals& t, double chunks) {
 // every query (DeepSeek-V3.2-Exp inference/model.py: act_quant, fp8_index), and the top-k indices.
 void add_indexer(PathPlan& p, const MlaGeometry& g, const BatchTotals& t, bool projections) {
   if (projections) {
-    Op ix = gemm(OpId::indexer_proj, t.new_tokens, g.r_q > 0 ? g.r_q : g.hidden, g.index_heads * g.index_dim, g.weight_bytes, g.act_bytes);
-    const Op wk = gemm(OpId::indexer_proj, t.new_tokens, g.hidden, g.index_dim + g.index_heads, g.weight_bytes, g.act_bytes);
+    Op ix = gemm_op(OpId::indexer_proj, t.new_tokens, g.r_q > 0 ? g.r_q : g.hidden, g.index_heads * g.index_dim, g.weight_bytes, g.act_bytes);
+    const Op wk = gemm_op(OpId::indexer_proj, t.new_tokens, g.hidden, g.index_dim + g.index_heads, g.weight_bytes, g.act_bytes);
     ix.flops += wk.flops;
     ix.bytes_read += wk.bytes_read;
     ix.bytes_written += wk.bytes_written + BytesF{t.new_tokens * g.indexer_bytes_per_token};
@@ -323,6 +315,17 @@ void add_indexer(PathPlan& p, const MlaGeometry& g, const BatchTotals& t, bool p
 }
 
 }  // namespace
+
+Op gemm_op(OpId id, double tokens, double in, double out, double weight_b, double act_b) {
+  Op op;
+  op.id = id;
+  op.flops = Flops{2 * tokens * in * out};
+  op.bytes_read = BytesF{in * out * weight_b + tokens * in * act_b};
+  op.bytes_written = BytesF{tokens * out * act_b};
+  op.tiling.ctas = std::ceil(tokens / kGemmTile) * std::ceil(out / kGemmTile);
+  op.tiling.split_k = std::max(1.0, std::floor(in / kSplitKMin));
+  return op;
+}
 
 double weight_bytes_per_element(const ModelSpec& m, WeightDtype d) {
   return bytes_per_element(weight_format_for(m, d));
@@ -421,7 +424,7 @@ PathPlan mla_path(const MlaGeometry& g, const Workload& w, PathKind kind) {
     } else if (w.projections) {
       // Below index_topk nothing is masked, but the indexer's keys still go into its cache for the
       // steps that will see more: wk over the new tokens and the cache write.
-      Op keys = gemm(OpId::indexer_proj, t.new_tokens, g.hidden, g.index_dim, g.weight_bytes, g.act_bytes);
+      Op keys = gemm_op(OpId::indexer_proj, t.new_tokens, g.hidden, g.index_dim, g.weight_bytes, g.act_bytes);
       keys.bytes_written += BytesF{t.new_tokens * g.indexer_bytes_per_token};
       p.add(keys);
     }
@@ -482,7 +485,7 @@ PathPlan standard_path(const ModelSpec& m, const Workload& w, std::int64_t windo
     keys += b * std::min(cap, g.prefix + g.query);
   }
   if (w.projections) {
-    Op qkv = gemm(OpId::qkv_proj, T, H, (ht + 2 * kvt) * d, bw, ba);
+    Op qkv = gemm_op(OpId::qkv_proj, T, H, (ht + 2 * kvt) * d, bw, ba);
     qkv.bytes_written += BytesF{T * cache};
     p.add(qkv);
   }
@@ -494,7 +497,7 @@ PathPlan standard_path(const ModelSpec& m, const Workload& w, std::int64_t windo
   att.bytes_written = BytesF{T * ht * d * ba};
   att.tiling = flash_tiling(w, ht, 2 * (d + d), static_cast<double>(window), 1);
   p.add(att);
-  if (w.projections) p.add(gemm(OpId::o_proj, T, ht * d, H, bw, ba));
+  if (w.projections) p.add(gemm_op(OpId::o_proj, T, ht * d, H, bw, ba));
   return p;
 }
 

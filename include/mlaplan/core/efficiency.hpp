@@ -5,7 +5,7 @@
 //   t = launches·(t_fixed + sequences·t_seq) + max(F / (peak·η_c·w), B / (bandwidth·η_m·w), F_cta / (peak/SMs·η_c))
 //
 // w = CTAs / (⌈CTAs / SMs⌉·SMs) is the wave efficiency of the op's launch on the GPU (a last wave
-// that leaves SMs idle), F counts the FLOPs of padded tiles (64-head tiles of the latent decode
+// that leaves SMs idle; a GEMM with fewer tiles than SMs splits its reduction to fill them), F counts the FLOPs of padded tiles (64-head tiles of the latent decode
 // kernel), and F_cta is the op's longest CTA (a causal prefill's last query tile): no launch ends
 // before it. The parameters are dimensionless fractions and seconds: a profile fitted on one GPU
 // predicts another through that GPU's own peak, bandwidth and SM count (the transfer rule).
@@ -80,6 +80,9 @@ std::optional<EfficiencyProfile> efficiency_for(const HardwareSpec& hw, const st
 
 // The wave efficiency of `ctas` thread blocks on `sms` SMs (1 when either is unknown).
 double wave_efficiency(double ctas, double sms);
+// The thread blocks an op's launch runs on `sms` SMs: its tiles, times the split-K slices a GEMM
+// with fewer tiles than SMs splits its reduction into (at most tiling.split_k).
+double launched_ctas(const Tiling& t, double sms);
 
 // Time of an op under a family's parameters on a GPU of `peak` FLOP/s (the op's own: fp8 for fp8
 // ops), `bandwidth` and `sms` SMs.

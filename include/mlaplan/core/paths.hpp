@@ -47,6 +47,7 @@ struct Tiling {
   double launches = 1;           // kernel launches (chunked expand: one per chunk)
   double sequences = 0;          // sequences one launch walks (its per-sequence cost)
   double ctas = 0;               // thread blocks of one launch (its wave efficiency)
+  double split_k = 1;            // GEMMs: the most slices the reduction may split into (split-K) to fill the SMs
   double padded_flops = 0;       // FLOPs computed including tile padding (0: the op's own)
   double longest_cta_flops = 0;  // the longest thread block's FLOPs (a causal prefill's last query tile)
 };
@@ -137,6 +138,8 @@ struct MlaGeometry {
   double fold_weight_bytes = 2;  // the same for the W_UK/W_UV folds (an engine's bf16 copies)
 };
 MlaGeometry mla_geometry(const ModelSpec& m, const Workload& w);
+// [tokens, in] × [in, out]: the weight read once, activations in and out once; 128 x 128 output tiles.
+Op gemm_op(OpId id, double tokens, double in, double out, double weight_b, double act_b);
 // Bytes per weight element read at dtype `d`, the fp8 block scales at the model's own block shape
 // (weight_block_size, 128x128 unless the config says otherwise) amortised over the block.
 double weight_bytes_per_element(const ModelSpec& m, WeightDtype d);
