@@ -132,6 +132,9 @@ TEST_CASE("Token counts take 32k and 1M and refuse fractions", "[strict][numbers
 TEST_CASE("List flags: cost --chunk sweeps and single-value flags say they take one value", "[strict][numbers]") {
   const Run r = run("cost --chunk 1k,4k --prefix 32k --format json");
   REQUIRE(r.code == 0);
+  // A model without a latent has no chunked path: the flag is refused, not ignored.
+  expect_refusal("cost --model llama-3.1-70b --chunk 4096",
+                 "--chunk: value '4096': meta-llama/Llama-3.1-70B is gqa: it has no latent to expand in chunks");
   const json j = json::parse(r.out);
   CHECK_FALSE(j["paths"].contains("chunked"));
   CHECK(j["paths"]["chunked_1024"]["chunk_tokens"] == 1024);

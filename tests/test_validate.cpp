@@ -335,6 +335,9 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
   CHECK(against_error(s.dir) == f + ": key 'query' = 100: row 1: a prefill row has no prefix (query = seq_len)");
   s.write("t.csv", "kernel,batch,kv_len,latency_us,query\nabsorbed_decode,1,4,3,5\n");
   CHECK(against_error(s.dir) == f + ": key 'query' = 5: row 1: more new tokens than kv_len");
+  // CRLF line ends (a spreadsheet's export) read like LF.
+  s.write("t.csv", "kernel,m,n,k,dtype,latency_us\r\ngemm,64,128,7168,bf16,3\r\ngemm,128,128,7168,bf16,4\r\n");
+  CHECK(against_error(s.dir) == "(accepted)");
   s.write("t.csv", "kernel,m,n,k,dtype,latency_us\ngemm,64,128,7168,int4,3\n");
   CHECK(against_error(s.dir) == f + ": key 'dtype' = int4: row 1: expected bf16 or fp8");
   s.write("t.csv", "kernel,m,n,k,latency_us\ngemm,64.5,128,7168,3\n");

@@ -24,8 +24,10 @@ struct CostFlags {
   std::string format = "table";
 };
 
-Document cost(const CostFlags& f, Context& ctx) {
+Document cost(const CostFlags& f, Context& ctx, bool chunk_given) {
   const ModelSpec m = f.model.load(ctx);
+  if (chunk_given && !m.is_mla())
+    fail_flag("--chunk", f.workload.chunk, fmt::format("{} is {}: it has no latent to expand in chunks", m.name, to_string(m.attention)));
   const Parallelism par = f.layout.resolve(m);
   const RooflineUsed r = f.roofline.resolve();
   if (f.scope != "core" && f.scope != "layer") fail_flag("--scope", f.scope, "expected core or layer");
@@ -63,7 +65,7 @@ void register_cost_command(CLI::App& app, Context& ctx) {
   add_dispatch_flag(c, f->engine);
   c->add_flag("--explain", f->explain, "each number with its formula and the values substituted");
   add_format_flag(c, f->format);
-  c->callback([f, &ctx] { emit(ctx, cost(*f, ctx), f->format); });
+  c->callback([f, c, &ctx] { emit(ctx, cost(*f, ctx, c->count("--chunk") > 0), f->format); });
 }
 
 }  // namespace mlaplan::cli

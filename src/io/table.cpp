@@ -283,7 +283,9 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
       quoted = true;
     } else if (c == ',') {
       row.push_back(cell), cell.clear();
-    } else if (c == '\n') {
+    } else if (c == '\n' || (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n')) {
+      // A CRLF line end (a spreadsheet's export) ends the row like LF.
+      if (c == '\r') ++i;
       row.push_back(cell), cell.clear();
       rows.push_back(std::move(row)), row.clear();
     } else {
