@@ -71,11 +71,12 @@ KernelEfficiency efficiency_of(const GpuKernelFit& f) {
                           .rows = f.train_rows};
 }
 
-// The row's time under a fit: the core's calibrated time (what `cost` predicts with a profile).
-double model_time(const Row& r, const GpuKernelFit& f) {
+// The row's time under a family's parameters: the core's calibrated time (what `cost` predicts).
+double row_time(const Row& r, const KernelEfficiency& k) {
   const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
-  return calibrated_time(r.op, efficiency_of(f), FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms).time().value;
+  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms).time().value;
 }
+double model_time(const Row& r, const GpuKernelFit& f) { return row_time(r, efficiency_of(f)); }
 
 // Fits one kernel family on `train`. Each GPU's rows weigh as much in all as another's (a table of
 // 41 rows counts as much as one of 2,896), and a GPU's rows are thinned to every k-th past 250 so
@@ -294,7 +295,7 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
   for (Row& r : rows)
     if (shipped)
       if (const auto& k = shipped->kernel(*parse_kernel_family(r.kernel)))
-        r.default_s = calibrated_time(r.op, *k, FlopsPerSecond{r.peak}, gpu.memory_bandwidth, static_cast<double>(std::max<std::int64_t>(1, gpu.sm_count))).time().value;
+        r.default_s = row_time(r, *k);
   std::vector<GpuKernelFit> fits;
   for (const char* k : {kDecode, kPrefill, kGemm}) {
     const auto train = select(rows, k, [](const Row& r) { return r.train; });
@@ -410,8 +411,8 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
   // one over every architecture; each names the tables it was fitted on.
   std::map<std::string, EfficiencyProfile> profiles;
   std::string provenance_problem;
-  auto add_to_profile = [&](const std::string& name, const std::string& scope, std::size_t g0, const std::vector<std::size_t>& on, const char* k,
-                            const GpuKernelFit& f) {
+  auto add_to_profile = [&](const std::string& name, const std::string& scope, const std::vector<std::size_t>& on, const char* k, const GpuKernelFit& f) {
+    const std::size_t g0 = on.front();
     EfficiencyProfile& p = profiles[name];
     p.name = name, p.scope = scope;
     if (scope == "gpu") p.gpu = gpus[g0].name;
@@ -482,26 +483,22 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
       if (fittable(g)) archs.insert(gpus[g].architecture);
     for (const std::string& arch : archs) {
       std::vector<const Row*> every;
+      std::vector<std::size_t> members;
       std::string on;
       for (std::size_t g = 0; g < gpus.size(); ++g)
         if (fittable(g) && (arch.empty() || gpus[g].architecture == arch)) {
           const auto part = of_kernel(per_gpu[g], k);
-          if (!part.empty()) on += (on.empty() ? "" : " + ") + gpus[g].name;
+          if (part.empty()) continue;
+          on += (on.empty() ? "" : " + ") + gpus[g].name;
+          members.push_back(g);
           every.insert(every.end(), part.begin(), part.end());
         }
       if (every.empty()) continue;
       all_fits.push_back({fmt::format("{}: {}", arch.empty() ? "any architecture" : arch, on), fit(k, every)});
-      std::vector<std::size_t> members;
-      std::size_t first = 0;
-      for (std::size_t g = 0; g < gpus.size(); ++g)
-        if (fittable(g) && (arch.empty() || gpus[g].architecture == arch) && !of_kernel(per_gpu[g], k).empty()) {
-          if (members.empty()) first = g;
-          members.push_back(g);
-        }
-      add_to_profile(arch.empty() ? "any" : arch, arch.empty() ? "any" : "architecture", first, members, k, all_fits.back().second);
+      add_to_profile(arch.empty() ? "any" : arch, arch.empty() ? "any" : "architecture", members, k, all_fits.back().second);
     }
     for (std::size_t g = 0; g < gpus.size(); ++g)
-      if (fittable(g) && !of_kernel(per_gpu[g], k).empty()) add_to_profile(dirs[g].filename().string(), "gpu", g, {g}, k, fit(k, of_kernel(per_gpu[g], k)));
+      if (fittable(g) && !of_kernel(per_gpu[g], k).empty()) add_to_profile(dirs[g].filename().string(), "gpu", {g}, k, fit(k, of_kernel(per_gpu[g], k)));
   }
   const Table logo_t = fit_table("Fits for each left-out GPU (on the others' rows)", logo_fits);
   Table all_t = fit_table("Fits per architecture and over all GPUs that may be fitted (the profiles a default would ship)", all_fits);

@@ -141,13 +141,8 @@ EfficiencyProfile load_efficiency_file(const fs::path& path) {
 }
 
 std::vector<EfficiencyProfile> bundled_efficiency() {
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(data_dir() / "hardware" / "efficiency", ec))
-    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
   std::vector<EfficiencyProfile> out;
-  for (const fs::path& f : files) out.push_back(load_efficiency_file(f));
+  for (const fs::path& f : json_files(data_dir() / "hardware" / "efficiency")) out.push_back(load_efficiency_file(f));
   return out;
 }
 

@@ -25,14 +25,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::vector<fs::path> json_files(const fs::path& dir) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_regular_file() && e.path().extension() == ".json") out.push_back(e.path());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 bool has_data(const fs::path& p) {
   std::error_code ec;
@@ -73,6 +65,15 @@ bool looks_like_path(const std::string& arg) {
 }
 
 }  // namespace
+
+std::vector<fs::path> json_files(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file() && e.path().extension() == ".json") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 std::string shown_path(const fs::path& bundled) {
   return (bundled.parent_path().filename() / bundled.filename()).string();

@@ -21,6 +21,9 @@ struct BundledEntry {
 // <prefix>/share/mlaplan beside the executable.
 std::filesystem::path data_dir();
 
+// The *.json files of a folder, sorted (none when it does not exist).
+std::vector<std::filesystem::path> json_files(const std::filesystem::path& dir);
+
 // How messages name a bundled file: "models/deepseek-ai--DeepSeek-V3.json".
 std::string shown_path(const std::filesystem::path& bundled);
 
