@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-250000}
-targets=${TARGETS:-hf_config hardware override ranges report_spec engine_profile engine_dispatch engine_logs efficiency_profile}
+targets=${TARGETS:-hf_config hardware override ranges report_spec engine_profile engine_dispatch engine_logs efficiency_profile serving}
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DMLAPLAN_FUZZ=ON \
   -DMLAPLAN_CUDA=OFF -DBUILD_TESTING=OFF -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON \
@@ -25,6 +25,7 @@ seed engine_profile engines/*.json
 seed engine_dispatch engines/dispatch/*.json
 seed efficiency_profile hardware/efficiency/*.json
 seed engine_logs validate/published/engine-logs/*.csv
+seed serving validate/published/serving/*.csv
 mkdir -p build-fuzz/corpus/override build-fuzz/corpus/ranges
 printf 'kv_lora_rank=256\nq_lora_rank=null\n' > build-fuzz/corpus/override/a
 printf 'quantization_config.quant_method=mxfp4\nnum_hidden_layers=1000\n' > build-fuzz/corpus/override/b

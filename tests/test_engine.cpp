@@ -407,8 +407,8 @@ TEST_CASE("Hostile engine profiles: one line naming the file and key and value",
 TEST_CASE("Hostile engine-log tables: one line naming the file and row and column and value", "[engine][hostile]") {
   const std::string ok = "a,vllm,llama-3.1-8b,h100-sxm,1,1,1,,bf16,0.9,8192,,,,,,,53.29,,,,logged,src\n";
   CHECK(csv_error(kHeader + ok) == "(accepted)");
-  CHECK(csv_error("") == "logs.csv: empty file: expected a header row and log rows");
-  CHECK(csv_error(kHeader) == "logs.csv: no log rows under the header");
+  CHECK(csv_error("") == "logs.csv: empty file: expected a header row and data rows");
+  CHECK(csv_error(kHeader) == "logs.csv: no data rows under the header");
   std::string bad_header = kHeader;
   bad_header.replace(bad_header.find("mem_util"), 8, "mem_utl");
   CHECK(csv_error(bad_header + ok) == "logs.csv: key 'header' = mem_utl: unknown column; did you mean 'mem_util'?");

@@ -163,10 +163,10 @@ TEST_CASE("Number flags refuse what they cannot hold in one line naming flag and
 }
 
 TEST_CASE("Commands and flags that do not exist are named with the nearest", "[strict][numbers]") {
-  expect_refusal("", "no command: expected one of models, gpus, kv, capacity, cost, crossover, report, validate (mlaplan --help says what each does)");
+  expect_refusal("", "no command: expected one of models, gpus, kv, capacity, cost, crossover, report, validate, step, plan (mlaplan --help says what each does)");
   expect_refusal("capacty", "unknown command 'capacty': did you mean 'capacity'?");
   expect_refusal("zzzzzzzzzz",
-                 "unknown command 'zzzzzzzzzz': expected one of models, gpus, kv, capacity, cost, crossover, report, validate (mlaplan --help says what each does)");
+                 "unknown command 'zzzzzzzzzz': expected one of models, gpus, kv, capacity, cost, crossover, report, validate, step, plan (mlaplan --help says what each does)");
   expect_refusal("kv --tokenz 5", "--tokenz: not a flag of kv; did you mean '--tokens'?");
   expect_refusal("kv 5", "5: unexpected argument: kv takes flags only (mlaplan kv --help lists them)");
 }

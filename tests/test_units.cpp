@@ -10,6 +10,7 @@
 #include "mlaplan/core/dtype.hpp"
 #include "mlaplan/core/params.hpp"
 #include "mlaplan/core/paths.hpp"
+#include "mlaplan/core/serving.hpp"
 #include "mlaplan/core/study.hpp"
 #include "mlaplan/io/registry.hpp"
 #include "mlaplan/core/units.hpp"
@@ -83,6 +84,12 @@ TEST_CASE("Op ids: unique stable names, a kind each, and every op the engine emi
         for (const PathResult& p : cost_study(m, w, rf).paths)
           for (const OpRow& r : p.ops) emitted.insert(r.op.id);
       }
+    // The rest of the model comes from a serving step (MTP on where the model has it).
+    StepRequest req;
+    req.w.groups = {SequenceGroup{2, 2, 500}};
+    req.mtp_draft = 1;
+    req.mtp_accept = 0.5;
+    for (const StepRow& r : step_time(m, h, rf, req).rows) emitted.insert(r.ops.begin(), r.ops.end());
   }
   CHECK(static_cast<int>(emitted.size()) == kOpIdCount);
 }

@@ -11,6 +11,7 @@
 #include "mlaplan/io/efficiency_json.hpp"
 #include "cpu_backend.hpp"
 #include "mlaplan/io/engine_logs.hpp"
+#include "mlaplan/io/serving_measurements.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/folder.hpp"
 #include "mlaplan/io/registry.hpp"
@@ -35,35 +36,43 @@ struct Flags {
   std::string model = "deepseek-v3";
   double max_error = -1;  // < 0: no bound
   std::string engine_logs;
-  std::string format;     // --engine-logs only
+  std::string serving;
+  std::string format;     // --engine-logs and --serving only
 };
 
-// --engine-logs DIR: every public KV-pool log reproduced through the engine profiles.
-int run_engine_logs(const Flags& f, std::ostream& out, std::ostream& err) {
-  const std::vector<EngineLogCheck> checks = check_engine_logs(read_engine_logs(f.engine_logs));
-  out << render(engine_logs_document(checks), parse_format(f.format.empty() ? "table" : f.format)) << std::flush;
-  if (f.max_error >= 0) {
-    int over = 0;
-    for (const EngineLogCheck& c : checks)
-      if (std::abs(c.error) > f.max_error) {
-        err << fmt::format("mlaplan validate: log '{}' is off by {:+.1f}%, beyond --max-error {:.1f}%\n", c.row.id, 100 * c.error, 100 * f.max_error);
-        ++over;
-      }
-    if (over > 0) return 1;
-  }
-  return 0;
+// Renders a reproduction of published rows, then exits 1 when --max-error is given and a row
+// (`what` 'id') is off by more.
+template <class Check>
+int report_checks(const Flags& f, const std::vector<Check>& checks, const Document& doc, const char* what, std::ostream& out, std::ostream& err) {
+  out << render(doc, parse_format(f.format.empty() ? "table" : f.format)) << std::flush;
+  if (f.max_error < 0) return 0;
+  int over = 0;
+  for (const Check& c : checks)
+    if (std::abs(c.error) > f.max_error) {
+      err << fmt::format("mlaplan validate: {} '{}' is off by {:+.1f}%, beyond --max-error {:.1f}%\n", what, c.row.id, 100 * c.error, 100 * f.max_error);
+      ++over;
+    }
+  return over > 0 ? 1 : 0;
 }
 
 int run(const Flags& f, const CLI::App& app, std::ostream& out, std::ostream& err, bool tty) {
   if (app.count("--max-error") && !(f.max_error >= 0 && f.max_error < 1e6))
     fail_flag("--max-error", fmt::format("{}", f.max_error), "expected a fraction from 0");
-  if (app.count("--engine-logs")) {
-    if (f.engine_logs.empty()) fail_flag("--engine-logs", "", "expected a folder or CSV of engine logs");
+  if (app.count("--engine-logs") && app.count("--serving")) fail_flag("--serving", f.serving, "give --engine-logs or --serving, not both");
+  for (const char* mode : {"--engine-logs", "--serving"}) {
+    if (!app.count(mode)) continue;
+    const std::string& dir = std::string(mode) == "--serving" ? f.serving : f.engine_logs;
+    if (dir.empty()) fail_flag(mode, "", "expected a folder or CSV of measurements");
     for (const char* other : {"--backend", "--quick", "--seed", "--out", "--against", "--transfer", "--gpu", "--model"})
-      if (app.count(other) > 0) fail_flag(other, app.get_option(other)->as<std::string>(), "does not apply with --engine-logs");
-    return run_engine_logs(f, out, err);
+      if (app.count(other) > 0) fail_flag(other, app.get_option(other)->as<std::string>(), std::string("does not apply with ") + mode);
+    if (std::string(mode) == "--serving") {
+      const std::vector<ServingCheck> checks = check_serving(read_serving_measurements(dir));
+      return report_checks(f, checks, serving_document(checks), "measurement", out, err);
+    }
+    const std::vector<EngineLogCheck> checks = check_engine_logs(read_engine_logs(dir));
+    return report_checks(f, checks, engine_logs_document(checks), "log", out, err);
   }
-  if (!f.format.empty()) fail_flag("--format", f.format, "applies to --engine-logs only");
+  if (!f.format.empty()) fail_flag("--format", f.format, "applies to --engine-logs and --serving only");
   if (app.count("--against") && app.count("--transfer")) fail_flag("--transfer", f.transfer, "give --against DIR or --transfer ROOT, not both");
   if (app.count("--transfer") && app.count("--gpu")) fail_flag("--gpu", f.gpu, "--transfer takes each GPU from its folder's name");
   if (!app.count("--against") && !app.count("--transfer") && app.count("--model")) fail_flag("--model", f.model, "applies to --against and --transfer");
@@ -144,7 +153,8 @@ int run_validate_cli(const std::vector<std::string>& args, std::ostream& out, st
   app.add_option("--model,-m", f.model, "the MLA model whose dimensions the kernels ran (with --against, --transfer)")->capture_default_str();
   app.add_option("--max-error", f.max_error, "exit 1 when the held-out median error (with --engine-logs: any row's error) exceeds this fraction");
   app.add_option("--engine-logs", f.engine_logs, "a folder (or CSV) of engine KV-cache logs to reproduce (validate/published/engine-logs)");
-  app.add_option("--format", f.format, "with --engine-logs: table | csv | md | json");
+  app.add_option("--serving", f.serving, "a folder (or CSV) of whole-system serving measurements to reproduce (validate/published/serving)");
+  app.add_option("--format", f.format, "with --engine-logs or --serving: table | csv | md | json");
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);

@@ -44,6 +44,8 @@ int run(const std::vector<std::string>& args, Context& ctx) {
   register_crossover_command(app, ctx);
   register_report_command(app, ctx);
   register_validate_command(app, ctx);
+  register_step_command(app, ctx);
+  register_plan_command(app, ctx);
   strict_numbers(app);
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes arguments last first
   try {

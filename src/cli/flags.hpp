@@ -13,6 +13,7 @@
 #include "mlaplan/core/model.hpp"
 #include "mlaplan/core/params.hpp"
 #include "mlaplan/core/paths.hpp"
+#include "mlaplan/core/serving.hpp"
 #include "mlaplan/io/documents.hpp"
 #include "mlaplan/io/table.hpp"
 
@@ -96,6 +97,22 @@ std::optional<Bytes> resolve_workspace_gib(double gib);
 // --spec-tokens: draft tokens from 0 to 64.
 std::int64_t resolve_spec_tokens(std::int64_t n);
 
+// Serving flags shared by step and plan: the engine (dispatch rule and overheads), GPUs and nodes,
+// MTP, MoE imbalance, two-batch overlap and the EP all-to-all kind.
+struct ServingFlags {
+  std::string engine = "sglang";
+  std::int64_t gpus = 0, nodes = 0;
+  std::int64_t mtp = 0;
+  double mtp_accept = 0.8;
+  double moe_imbalance = 1;
+  bool tbo = false;
+  std::int64_t comm_sms = 0;
+  std::string ep_mode = "auto";
+  // Everything of a step but its workload's batch and phase (the layout, dtypes left to the caller).
+  StepRequest resolve(const ModelSpec& m, const HardwareSpec& hw, const Parallelism& par, CLI::App* app) const;
+};
+void add_serving_flags(CLI::App* app, ServingFlags& f);
+
 // Thrown by a subcommand that ends with a specific exit code (report --check: 1 on drift).
 struct ExitCode {
   int code;
@@ -109,5 +126,7 @@ void register_cost_command(CLI::App& app, Context& ctx);
 void register_crossover_command(CLI::App& app, Context& ctx);
 void register_report_command(CLI::App& app, Context& ctx);
 void register_validate_command(CLI::App& app, Context& ctx);
+void register_step_command(CLI::App& app, Context& ctx);
+void register_plan_command(CLI::App& app, Context& ctx);
 
 }  // namespace mlaplan::cli

@@ -43,6 +43,7 @@ KernelFamily family_of(OpId id) {
     case OpKind::merge: return KernelFamily::merge;
     case OpKind::elementwise: return KernelFamily::elementwise;
     case OpKind::indexer: return KernelFamily::indexer;
+    case OpKind::grouped_gemm: return KernelFamily::grouped_gemm;
     case OpKind::attention:
     case OpKind::gemm: break;
   }

@@ -96,6 +96,14 @@ const std::vector<EngineParamSpec>& engine_param_specs() {
       {"small_gpu_max_num_seqs", K::count, true, false, false, "default max_num_seqs below large_gpu_gib", true, 0, true},
       {"a100_small_defaults", K::flag, true, false, false, "A100s get the small_gpu_ defaults whatever their memory", true},
       {"loads_mtp", K::flag, true, true, true, "the MTP module is loaded by default (engines load it only with speculative decoding)"},
+      // Serving step (core/serving): what the engine adds to a step, each with its source.
+      {"step_overhead_decode_us", K::number, true, true, true, "scheduler and launch time per decode step not hidden by CUDA graphs (microseconds)", true},
+      {"step_overhead_prefill_us", K::number, true, true, true, "scheduler and launch time per prefill step (microseconds)", true},
+      {"moe_imbalance", K::number, true, true, true, "routed token-expert pairs on the busiest EP rank over the mean (>= 1)", true},
+      {"comm_eta_scale_up", K::fraction, true, true, true, "fraction of the NVLink bandwidth per direction its all-to-all and all-reduce kernels reach", true},
+      {"comm_eta_scale_out", K::fraction, true, true, true, "fraction of the network bandwidth per GPU its all-to-all kernels reach", true},
+      {"comm_latency_us", K::number, true, true, true, "fixed time per collective call (microseconds)", true},
+      {"comm_sms", K::count, true, true, true, "SMs the normal all-to-all kernels hold while two-batch overlap computes beside them", true},
   };
   return specs;
 }
@@ -125,6 +133,8 @@ std::string EngineProfile::source(std::string_view key) const {
 }
 
 std::string engine_profile_problem(const EngineProfile& p) {
+  if (p.has("moe_imbalance") && p.num("moe_imbalance") < 1)
+    return "moe_imbalance: the busiest rank holds at least the mean (expected a number >= 1)";
   if (p.family != EngineFamily::sglang) return {};
   const std::vector<std::string_view> tiers = {"mem_util_tp1", "mem_util_tp2", "mem_util_tp4", "mem_util_tp8", "mem_util_tp16"};
   std::vector<std::string_view> reserve;

@@ -422,7 +422,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
   const FlopsPerSecond peak = fp8 ? rf.peak_fp8 : rf.peak;
   if (t.calibrated) {
     // The family's calibrated time (efficiency.hpp), every term substituted.
-    const KernelFamily fam = family_of(op.id);
+    const KernelFamily fam = *rf.fit_family(family_of(op.id));
     const KernelEfficiency& k = *rf.kernels[static_cast<std::size_t>(fam)];
     const Tiling& tl = op.tiling;
     const double ctas = launched_ctas(tl, rf.sms), w = wave_efficiency(ctas, rf.sms);

@@ -28,6 +28,7 @@ std::string_view to_string(OpKind k) {
     case OpKind::merge: return "merge";
     case OpKind::elementwise: return "elementwise";
     case OpKind::indexer: return "indexer";
+    case OpKind::grouped_gemm: return "grouped_gemm";
   }
   return "?";
 }
@@ -55,6 +56,19 @@ std::string_view to_string(OpId id) {
     case OpId::qkv_proj: return "qkv_proj";
     case OpId::attention: return "attention";
     case OpId::attention_sliding: return "attention_sliding";
+    case OpId::embedding: return "embedding";
+    case OpId::rms_norm: return "rms_norm";
+    case OpId::swiglu: return "swiglu";
+    case OpId::dense_gate_up: return "dense_gate_up";
+    case OpId::dense_down: return "dense_down";
+    case OpId::router: return "router";
+    case OpId::expert_gate_up: return "expert_gate_up";
+    case OpId::expert_down: return "expert_down";
+    case OpId::shared_gate_up: return "shared_gate_up";
+    case OpId::shared_down: return "shared_down";
+    case OpId::mtp_eh_proj: return "mtp_eh_proj";
+    case OpId::lm_head: return "lm_head";
+    case OpId::sampling: return "sampling";
   }
   return "?";
 }
@@ -71,7 +85,13 @@ OpKind kind_of(OpId id) {
     case OpId::attention_sliding: return OpKind::attention;
     case OpId::split_kv_merge:
     case OpId::lse_merge: return OpKind::merge;
-    case OpId::rope_k_broadcast: return OpKind::elementwise;
+    case OpId::rope_k_broadcast:
+    case OpId::embedding:
+    case OpId::rms_norm:
+    case OpId::swiglu:
+    case OpId::sampling: return OpKind::elementwise;
+    case OpId::expert_gate_up:
+    case OpId::expert_down: return OpKind::grouped_gemm;
     case OpId::indexer_scores: return OpKind::indexer;
     case OpId::q_a_proj:
     case OpId::q_b_proj:
@@ -81,7 +101,14 @@ OpKind kind_of(OpId id) {
     case OpId::kv_up_proj:
     case OpId::kv_up_proj_chunk:
     case OpId::indexer_proj:
-    case OpId::qkv_proj: return OpKind::gemm;
+    case OpId::qkv_proj:
+    case OpId::dense_gate_up:
+    case OpId::dense_down:
+    case OpId::router:
+    case OpId::shared_gate_up:
+    case OpId::shared_down:
+    case OpId::mtp_eh_proj:
+    case OpId::lm_head: return OpKind::gemm;
   }
   return OpKind::gemm;
 }

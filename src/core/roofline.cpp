@@ -41,6 +41,12 @@ Roofline speed_of_light(const Roofline& rf) {
   return s;
 }
 
+std::optional<KernelFamily> Roofline::fit_family(KernelFamily f) const {
+  if (kernels[static_cast<std::size_t>(f)]) return f;
+  if (f == KernelFamily::grouped_gemm && kernels[static_cast<std::size_t>(KernelFamily::gemm)]) return KernelFamily::gemm;
+  return std::nullopt;
+}
+
 bool Roofline::calibrated() const {
   return std::any_of(kernels.begin(), kernels.end(), [](const auto& k) { return k.has_value(); });
 }
@@ -55,8 +61,8 @@ FlopsPerSecond op_peak(const Op& op, const Roofline& rf) { return op.fp8 && rf.p
 OpTime op_time(const Op& op, const Roofline& rf) {
   OpTime t;
   t.intensity = op.bytes().value > 0 ? op.flops / op.bytes() : 0;
-  if (const auto& k = rf.kernels[static_cast<std::size_t>(family_of(op.id))]) {
-    const CalibratedTime c = calibrated_time(op, *k, op_peak(op, rf), rf.bandwidth, rf.sms);
+  if (const auto fam = rf.fit_family(family_of(op.id))) {
+    const CalibratedTime c = calibrated_time(op, *rf.kernels[static_cast<std::size_t>(*fam)], op_peak(op, rf), rf.bandwidth, rf.sms);
     t.compute = c.compute, t.memory = c.memory, t.fixed = c.fixed, t.time = c.time();
     t.compute_bound = t.compute >= t.memory;
     t.calibrated = true;

@@ -621,4 +621,182 @@ Document crossover_document(const ModelSpec& m, const RooflineUsed& r, const Cro
   return doc;
 }
 
+Table step_components_table(const StepResult& st) {
+  Table comp{.name = "components", .title = "Step time by component (per GPU, all layers)",
+             .columns = {{"component", "component", Unit::text}, {"category", "category", Unit::text}, {"layers", "layers", Unit::count},
+                         {"flops", "FLOPs", Unit::flops}, {"bytes", "memory bytes", Unit::bytes}, {"link_bytes", "bytes sent", Unit::bytes},
+                         {"time_s", "time", Unit::seconds}, {"time_s_per_layer", "per layer", Unit::seconds}, {"sol_time_s", "speed of light", Unit::seconds},
+                         {"share", "share", Unit::fraction}, {"bound", "bound", Unit::text}},
+             .rows = {}};
+  const double total = st.compute.value + st.communication.value + st.overhead.value;
+  for (const StepRow& row : st.rows)
+    comp.rows.push_back({std::string(to_string(row.component)), std::string(category_of(row.component)), row.layers, row.flops.value, row.bytes.value,
+                         row.link_bytes.value, row.time.value, row.layers > 0 ? row.time.value / static_cast<double>(row.layers) : 0.0, row.bound.value,
+                         total > 0 ? row.time.value / total : 0.0, row.bound_by});
+  return comp;
+}
+
+Document step_document(const ModelSpec& m, const RooflineUsed& r, const StepRequest& req, const StepResult& st, const std::string& engine) {
+  const Parallelism& par = req.w.par;
+  Document doc;
+  doc.title = fmt::format("{} step of {} on {} x {} ({})", st.phase == Phase::prefill ? "Prefill" : "Decode", m.name, st.gpus, r.hw.name, to_string(par));
+  doc.fields = deployment_fields(m, r.hw, par);
+  doc.fields.erase(doc.fields.begin() + 1);  // the GPU comes with the roofline fields
+  add_roofline_fields(doc, r);
+  const bool decode = st.phase == Phase::decode;
+  doc.fields.insert(doc.fields.end(), {
+      {"phase", "phase", std::string(to_string(st.phase)), Unit::text},
+      {"workload", "batch", describe(req.w), Unit::text},
+      {"engine", "engine", engine, Unit::text},
+      {"overhead_source", "overheads from", req.overheads.source, Unit::text},
+      {"nodes", "nodes", static_cast<std::int64_t>((st.gpus + req.gpus_per_node - 1) / req.gpus_per_node), Unit::count},
+      {"gpus_per_node", "GPUs per node (scale-up domain)", req.gpus_per_node, Unit::count},
+      {"attention_path", "attention path", st.attention_detail.empty() ? st.attention_path : fmt::format("{} ({})", st.attention_path, st.attention_detail), Unit::text},
+      {"mtp_draft_tokens", "MTP draft tokens", req.mtp_draft, Unit::count},
+      {"mtp_accept", "MTP acceptance", req.mtp_draft > 0 ? Value{req.mtp_accept} : Value{}, Unit::fraction},
+      {"moe_imbalance", "MoE imbalance (busiest rank / mean)", req.moe_imbalance, Unit::decimal},
+      {"two_batch_overlap", "two-batch overlap", req.two_batch_overlap, Unit::text},
+      {"ep_mode", "EP all-to-all", std::string(to_string(req.ep_mode)), Unit::text},
+      {"compute_s", "compute", st.compute.value, Unit::seconds},
+      {"communication_s", "communication", st.communication.value, Unit::seconds},
+      {"overlap_saving_s", "hidden by overlap", st.overlap_saving.value, Unit::seconds},
+      {"overhead_s", "engine overhead", st.overhead.value, Unit::seconds},
+      {"step_time_s", "step time", st.step_time.value, Unit::seconds},
+      {"sol_step_time_s", "step time at speed of light", st.step_bound.value, Unit::seconds},
+      {"sequences", "sequences", st.sequences, Unit::decimal},
+      {"input_tokens", "new tokens in the step", st.input_tokens, Unit::decimal},
+      {"output_tokens", "tokens emitted", st.output_tokens, Unit::decimal},
+      {decode ? "tpot_s" : "ttft_s", decode ? "TPOT" : "TTFT", (decode ? st.tpot : st.ttft).value, Unit::seconds},
+      {"tokens_per_s_per_gpu", decode ? "output tokens/s per GPU" : "input tokens/s per GPU", st.tokens_per_s_per_gpu, Unit::decimal},
+      {"weight_bytes_per_rank", "weights per GPU", st.memory.weight_bytes_per_rank.value, Unit::bytes},
+      {"kv_pool_bytes_per_rank", "KV pool per GPU", st.memory.kv_pool_bytes_per_rank.value, Unit::bytes},
+      {"max_tokens_per_rank", "KV tokens that fit per GPU", st.memory.max_tokens_per_rank, Unit::count},
+      {"kv_tokens_per_rank", "KV tokens the batch keeps per GPU", st.kv_tokens_per_rank, Unit::decimal},
+      {"fits", "fits in memory", st.fits.ok(), Unit::text},
+      {"reason", "reason", st.fits.ok() ? std::string("-") : st.fits.reason, Unit::text},
+  });
+  doc.tables.push_back(step_components_table(st));
+  Table layers{.name = "layers", .title = "Time per layer, by layer kind",
+               .columns = {{"kind", "layer kind", Unit::text}, {"count", "count", Unit::count}, {"compute_s", "compute", Unit::seconds},
+                           {"communication_s", "communication", Unit::seconds}, {"time_s", "time per layer", Unit::seconds}},
+               .rows = {}};
+  for (const LayerKindRow& k : st.layer_kinds)
+    layers.rows.push_back({k.kind, k.count, k.compute.value, k.communication.value, k.time.value});
+  doc.tables.push_back(std::move(layers));
+  add_efficiency_table(doc, r.rf);
+  doc.notes = st.notes;
+  doc.notes.push_back("Times are per GPU on the busiest rank; the batch is the whole deployment's, split over DP replicas. 'once' is the embedding, final norm, lm_head and sampling.");
+  return doc;
+}
+
+namespace {
+std::vector<Column> plan_columns() {
+  return {{"layout", "layout", Unit::text},
+          {"gpus", "GPUs", Unit::count},
+          {"batch", "batch", Unit::count},
+          {"tpot_s", "TPOT", Unit::seconds},
+          {"ttft_s", "TTFT", Unit::seconds},
+          {"tokens_per_s_per_gpu", "tok/s/GPU", Unit::decimal},
+          {"decode_tokens_per_s_per_gpu", "decode tok/s/GPU", Unit::decimal, true},
+          {"requests_per_s", "req/s", Unit::decimal},
+          {"gpus_for_rate", "GPUs for the rate", Unit::count, true},
+          {"max_sequences", "max sequences", Unit::count, true},
+          {"meets", "meets targets", Unit::text},
+          {"pareto", "Pareto", Unit::text, true},
+          {"why", "why not", Unit::text, true}};
+}
+std::vector<Value> plan_cells(const PlanRow& r) {
+  return {to_string(r.par), r.gpus, r.batch, r.tpot.value, r.ttft.value, r.tokens_per_s_per_gpu, r.decode_tokens_per_s_per_gpu, r.requests_per_s,
+          r.gpus_for_rate > 0 ? Value{r.gpus_for_rate} : Value{}, r.max_sequences, r.meets, r.pareto, r.why.empty() ? std::string("-") : r.why};
+}
+}  // namespace
+
+Table plan_rows_table(const std::string& name, const std::string& title, const std::vector<const PlanRow*>& rows) {
+  Table t{.name = name, .title = title, .columns = plan_columns(), .rows = {}};
+  for (const PlanRow* r : rows) t.rows.push_back(plan_cells(*r));
+  return t;
+}
+
+std::vector<const PlanRow*> pareto_rows(const PlanResult& st) {
+  std::vector<const PlanRow*> front;
+  for (const PlanRow& row : st.rows)
+    if (row.pareto) front.push_back(&row);
+  std::sort(front.begin(), front.end(), [](const PlanRow* a, const PlanRow* b) { return a->tpot < b->tpot; });
+  return front;
+}
+
+Document plan_document(const ModelSpec& m, const RooflineUsed& r, const PlanRequest& req, const PlanResult& st, const std::string& engine) {
+  Document doc;
+  doc.title = fmt::format("Serving plan for {} on {}: {} in / {} out", m.name, r.hw.name, req.isl, req.osl);
+  doc.fields = {{"model", "model", m.name, Unit::text}};
+  add_roofline_fields(doc, r);
+  auto opt = [](Seconds s) { return s.value > 0 ? Value{s.value} : Value{}; };
+  doc.fields.insert(doc.fields.end(), {
+      {"engine", "engine", engine, Unit::text},
+      {"isl_tokens", "input tokens per request", req.isl, Unit::count},
+      {"osl_tokens", "output tokens per request", req.osl, Unit::count},
+      {"ttft_limit_s", "TTFT target", opt(req.ttft_limit), Unit::seconds},
+      {"tpot_limit_s", "TPOT target", opt(req.tpot_limit), Unit::seconds},
+      {"max_gpus", "GPU budget", req.max_gpus, Unit::count},
+      {"rate_requests_per_s", "request rate", req.rate > 0 ? Value{req.rate} : Value{}, Unit::decimal},
+      {"mtp_draft_tokens", "MTP draft tokens", req.base.mtp_draft, Unit::count},
+      {"candidates", "layouts x batches that fit", static_cast<std::int64_t>(st.rows.size()), Unit::count},
+      {"best_layout", "best layout", st.best ? to_string(st.rows[*st.best].par) : std::string("none meets the targets"), Unit::text},
+      {"best_batch", "its batch", st.best ? Value{st.rows[*st.best].batch} : Value{}, Unit::count},
+      {"best_tokens_per_s_per_gpu", "its output tok/s per GPU", st.best ? Value{st.rows[*st.best].tokens_per_s_per_gpu} : Value{}, Unit::decimal},
+      {"best_tpot_s", "its TPOT", st.best ? Value{st.rows[*st.best].tpot.value} : Value{}, Unit::seconds},
+      {"best_ttft_s", "its TTFT", st.best ? Value{st.rows[*st.best].ttft.value} : Value{}, Unit::seconds},
+      {"fewest_gpus_for_rate", "fewest GPUs for the rate", st.fewest_for_rate ? Value{st.rows[*st.fewest_for_rate].gpus_for_rate} : Value{}, Unit::count},
+      {"fewest_gpus_layout", "as", st.fewest_for_rate ? fmt::format("{} x {} ({} per replica, batch {})", st.rows[*st.fewest_for_rate].gpus_for_rate / st.rows[*st.fewest_for_rate].gpus,
+                                                                   to_string(st.rows[*st.fewest_for_rate].par), st.rows[*st.fewest_for_rate].gpus, st.rows[*st.fewest_for_rate].batch)
+                                                       : std::string("-"), Unit::text},
+  });
+  doc.tables.push_back(plan_rows_table("pareto", "Pareto front: output tokens/s per GPU against TPOT", pareto_rows(st)));
+  // Each layout's best batch under the targets (its smallest when none meets them).
+  Table lay{.name = "layouts", .title = "Each layout at its best batch under the targets", .columns = plan_columns(), .rows = {}};
+  for (std::size_t i = 0; i < st.rows.size();) {
+    std::size_t j = i, pick = i;
+    bool any = false;
+    for (; j < st.rows.size() && st.rows[j].par == st.rows[i].par; ++j)
+      if (st.rows[j].meets && (!any || st.rows[j].tokens_per_s_per_gpu > st.rows[pick].tokens_per_s_per_gpu)) pick = j, any = true;
+    lay.rows.push_back(plan_cells(st.rows[pick]));
+    i = j;
+  }
+  doc.tables.push_back(std::move(lay));
+  if (!st.skipped.empty()) {
+    Table sk{.name = "skipped", .title = "Layouts not evaluated", .columns = {{"layout", "layout", Unit::text}, {"reason", "reason", Unit::text}}, .rows = {}};
+    for (const Skip& s : st.skipped) sk.rows.push_back({s.what, s.why.reason});
+    doc.tables.push_back(std::move(sk));
+  }
+  doc.notes.push_back(fmt::format("TPOT: decode step at the mean context {} + {}/2 per token emitted; TTFT: prefill of one prompt per DP replica; "
+                                  "tok/s/GPU: the batch's output tokens over its prefill and {} decode steps.", req.isl, req.osl, req.osl));
+  return doc;
+}
+
+Document memory_plan_document(const ModelSpec& m, const HardwareSpec& hw, const CapacityRequest& base, std::int64_t sequences,
+                              const std::vector<MemoryPlanRow>& rows) {
+  Document doc;
+  doc.title = fmt::format("Fewest {} GPUs that hold {} sequences of {} tokens of {}", hw.name, sequences, base.context, m.name);
+  const MemoryPlanRow* answer = nullptr;
+  for (const MemoryPlanRow& r : rows)
+    if (r.result.fits() && r.result.max_sequences >= sequences && (!answer || r.result.max_sequences > answer->result.max_sequences)) answer = &r;
+  doc.fields = {{"model", "model", m.name, Unit::text},
+                {"gpu", "GPU", hw.name, Unit::text},
+                {"sequences", "sequences", sequences, Unit::count},
+                {"context_tokens", "tokens per sequence", base.context, Unit::count},
+                {"kv_dtype", "KV dtype", std::string(to_string(base.kv_dtype)), Unit::text},
+                {"fewest_gpus", "fewest GPUs", answer ? Value{answer->par.ranks()} : Value{}, Unit::count},
+                {"layout", "layout", answer ? to_string(answer->par) : std::string("none within the budget"), Unit::text}};
+  Table t{.name = "layouts", .title = "Layouts tried, fewest GPUs first",
+          .columns = {{"layout", "layout", Unit::text}, {"gpus", "GPUs", Unit::count}, {"weight_bytes_per_rank", "weights/GPU", Unit::bytes},
+                      {"kv_pool_bytes_per_rank", "KV pool/GPU", Unit::bytes}, {"max_sequences", "sequences", Unit::count}, {"holds", "holds them", Unit::text},
+                      {"reason", "reason", Unit::text, true}},
+          .rows = {}};
+  for (const MemoryPlanRow& r : rows)
+    t.rows.push_back({to_string(r.par), r.par.ranks(), r.result.weight_bytes_per_rank.value, r.result.kv_pool_bytes_per_rank.value, r.result.max_sequences,
+                      r.result.fits() && r.result.max_sequences >= sequences, r.result.fits() ? std::string("-") : r.result.verdict.reason});
+  doc.tables.push_back(std::move(t));
+  return doc;
+}
+
 }  // namespace mlaplan

@@ -355,4 +355,36 @@ std::vector<EnginePolicy> default_policies() {
   return out;
 }
 
+StepEngine load_step_engine(const std::string& arg, const ModelSpec& m, const std::string& flag) {
+  StepEngine e;
+  if (arg == "none") {
+    e.overheads.source = "none (--engine none)";
+    e.label = "none (fastest attention path, no overhead)";
+    return e;
+  }
+  const EngineProfile prof = load_engine(arg, flag);
+  e.overheads = step_overheads(prof);
+  e.dense_mlp_over_dp = prof.has("dense_mlp_over_dp") && prof.flag("dense_mlp_over_dp");
+  e.moe_over_dp = prof.has("moe_over_dp") && prof.flag("moe_over_dp");
+  e.label = arg;
+  if (m.is_mla()) {
+    const std::vector<EnginePolicy> policies = load_dispatch(arg, flag).policies;
+    if (const std::string problem = dispatch_problem(policies, m); !problem.empty()) fail_flag(flag, arg, problem);
+    if (!policies.empty()) {
+      e.policy = policies.front();
+      e.label = arg + " (" + policies.front().name + ")";
+    }
+  }
+  return e;
+}
+
+void apply_step_engine(StepRequest& req, const StepEngine& e) {
+  req.overheads = e.overheads;
+  req.dense_mlp_over_dp = e.dense_mlp_over_dp;
+  req.moe_over_dp = e.moe_over_dp;
+  req.policy = e.policy;
+  req.moe_imbalance = e.overheads.moe_imbalance;
+  req.comm_sms = e.overheads.comm_sms;
+}
+
 }  // namespace mlaplan

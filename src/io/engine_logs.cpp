@@ -10,6 +10,7 @@
 
 #include "mlaplan/core/capacity.hpp"
 #include "mlaplan/core/params.hpp"
+#include "mlaplan/io/csv_records.hpp"
 #include "mlaplan/io/engine_json.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/registry.hpp"
@@ -28,61 +29,12 @@ const std::vector<std::string>& columns() {
   return c;
 }
 
-struct Cells {
-  const std::map<std::string, std::string>& cells;
-  std::string where;  // "file, row N"
-
-  const std::string& text(const std::string& key) const { return cells.at(key); }
-  std::string required(const std::string& key) const {
-    if (text(key).empty()) fail_key(where, key, "(empty)", "required");
-    return text(key);
-  }
-  std::optional<double> number(const std::string& key, double lo, double hi) const {
-    const std::string& t = text(key);
-    if (t.empty()) return std::nullopt;
-    std::size_t used = 0;
-    double v = 0;
-    if (t.find_first_not_of("0123456789.eE+-") != std::string::npos) fail_key(where, key, t, "expected a number");
-    try {
-      v = std::stod(t, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != t.size() || !std::isfinite(v)) fail_key(where, key, t, "expected a number");
-    if (v < lo || v > hi) fail_key(where, key, t, fmt::format("expected a number from {} to {}", lo, hi));
-    return v;
-  }
-  std::optional<std::int64_t> integer(const std::string& key, std::int64_t lo, std::int64_t hi) const {
-    const auto v = number(key, static_cast<double>(lo), static_cast<double>(hi));
-    if (!v) return std::nullopt;
-    if (std::floor(*v) != *v) fail_key(where, key, text(key), "expected a whole number");
-    return static_cast<std::int64_t>(*v);
-  }
-};
-
 }  // namespace
 
 std::vector<EngineLogRow> parse_engine_log_csv(const std::string& text, const std::string& where) {
-  const std::vector<std::vector<std::string>> rows = parse_csv(text);
-  if (rows.empty()) fail(where, "empty file: expected a header row and log rows");
-  const std::vector<std::string>& header = rows.front();
-  for (const std::string& h : header)
-    if (std::find(columns().begin(), columns().end(), h) == columns().end()) {
-      fail_key(where, "header", h, "unknown column" + did_you_mean(h, columns()));
-    }
-  for (const std::string& c : columns()) {
-    if (std::count(header.begin(), header.end(), c) > 1) fail_key(where, "header", c, "column given twice");
-    if (std::find(header.begin(), header.end(), c) == header.end()) fail_key(where, "header", c, "missing column");
-  }
   std::vector<EngineLogRow> out;
-  for (std::size_t i = 1; i < rows.size(); ++i) {
-    if (rows[i].size() == 1 && rows[i][0].empty()) continue;  // a blank line
-    const std::string at = fmt::format("{}, row {}", where, i + 1);
-    if (rows[i].size() != header.size())
-      fail(at, fmt::format("{} cells where the header has {}", rows[i].size(), header.size()));
-    std::map<std::string, std::string> m;
-    for (std::size_t k = 0; k < header.size(); ++k) m[header[k]] = rows[i][k];
-    const Cells c{m, at};
+  for (const CsvCells& c : csv_records(text, where, columns())) {
+    const std::string& at = c.where;
     EngineLogRow r;
     r.file = where;
     r.id = c.required("id");
@@ -106,10 +58,7 @@ std::vector<EngineLogRow> parse_engine_log_csv(const std::string& text, const st
     s.max_num_seqs = c.integer("max_num_seqs", 1, std::int64_t{1} << 30);
     s.max_batched_tokens = c.integer("max_batched_tokens", 1, std::int64_t{1} << 30);
     s.block_size = c.integer("block_size", 1, 1 << 20);
-    if (const std::string& e = c.text("enforce_eager"); !e.empty()) {
-      if (e != "true" && e != "false") fail_key(at, "enforce_eager", e, "expected true or false");
-      s.enforce_eager = e == "true";
-    }
+    if (const auto e = c.flag("enforce_eager")) s.enforce_eager = *e;
     s.mtp = c.integer("mtp", 0, 64);
     r.logged_kv_tokens = c.integer("logged_kv_tokens", 1, std::int64_t{1} << 50);
     r.logged_kv_gib = c.number("logged_kv_gib", 0, 1e6);
@@ -120,30 +69,13 @@ std::vector<EngineLogRow> parse_engine_log_csv(const std::string& text, const st
       fail_key(at, "logged_kv_tokens", "(empty)", "a row needs logged_kv_tokens or a positive logged_kv_gib");
     out.push_back(std::move(r));
   }
-  if (out.empty()) fail(where, "no log rows under the header");
   return out;
 }
 
 std::vector<EngineLogRow> read_engine_logs(const fs::path& dir) {
-  std::error_code ec;
-  std::vector<fs::path> files;
-  if (fs::is_regular_file(dir, ec)) {
-    files.push_back(dir);
-  } else if (fs::is_directory(dir, ec)) {
-    for (const auto& e : fs::directory_iterator(dir, ec))
-      if (e.is_regular_file() && e.path().extension() == ".csv") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    if (files.empty()) fail(dir.string(), "no .csv files in this folder");
-  } else {
-    fail(dir.string(), "no such file or folder");
-  }
   std::vector<EngineLogRow> all;
-  for (const fs::path& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    if (!in) fail(f.string(), "cannot be read");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::vector<EngineLogRow> rows = parse_engine_log_csv(ss.str(), f.string());
+  for (const fs::path& f : csv_files(dir)) {
+    std::vector<EngineLogRow> rows = parse_engine_log_csv(read_text(f), f.string());
     all.insert(all.end(), rows.begin(), rows.end());
   }
   return all;

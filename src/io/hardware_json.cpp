@@ -135,6 +135,13 @@ HardwareSpec parse_hardware(const json& j, const std::string& where) {
   }
   if (const auto link = one_of(j, where, {{"scale_up_bandwidth_gb_per_s_per_direction", kGB}}, false, hw, "scale_up_bandwidth"))
     hw.scale_up_bandwidth_per_direction = BytesPerSecond{link->second};
+  if (const auto link = one_of(j, where, {{"scale_out_bandwidth_gb_per_s_per_direction", kGB}}, false, hw, "scale_out_bandwidth"))
+    hw.scale_out_bandwidth_per_direction = BytesPerSecond{link->second};
+  if (const auto domain = one_of(j, where, {{"scale_up_domain_gpus", 1.0}}, false, hw, "scale_up_domain_gpus")) {
+    if (domain->second < 1 || domain->second > 1e6 || domain->second != std::floor(domain->second))
+      fail_key(where, domain->first, show_json(j[domain->first]["value"]), "expected a whole number of GPUs from 1 to 10^6");
+    hw.scale_up_domain_gpus = static_cast<std::int64_t>(domain->second);
+  }
 
   if (j.contains("efficiency")) {
     const json& e = j["efficiency"];
@@ -179,6 +186,9 @@ nlohmann::ordered_json hardware_to_json(const HardwareSpec& hw) {
   if (hw.l2_cache.value > 0) j["l2_cache_mib"] = sourced_json(static_cast<double>(hw.l2_cache.value) / static_cast<double>(kMiB), hw, "l2_cache");
   if (hw.scale_up_bandwidth_per_direction.value > 0)
     j["scale_up_bandwidth_gb_per_s_per_direction"] = sourced_json(hw.scale_up_bandwidth_per_direction.value / kGB, hw, "scale_up_bandwidth");
+  if (hw.scale_out_bandwidth_per_direction.value > 0)
+    j["scale_out_bandwidth_gb_per_s_per_direction"] = sourced_json(hw.scale_out_bandwidth_per_direction.value / kGB, hw, "scale_out_bandwidth");
+  if (hw.scale_up_domain_gpus > 0) j["scale_up_domain_gpus"] = sourced_json(static_cast<double>(hw.scale_up_domain_gpus), hw, "scale_up_domain_gpus");
   if (hw.efficiency.source != Efficiency{}.source)
     j["efficiency"] = {{"compute", hw.efficiency.compute}, {"memory", hw.efficiency.memory}, {"source", hw.efficiency.source}};
   return j;

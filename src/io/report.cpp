@@ -12,6 +12,8 @@
 #include "mlaplan/core/crossover.hpp"
 #include "mlaplan/io/documents.hpp"
 #include "mlaplan/io/svg.hpp"
+#include "mlaplan/core/serving.hpp"
+#include "mlaplan/io/documents.hpp"
 
 namespace mlaplan {
 
@@ -212,6 +214,16 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
   const Table kv = kv_table(st), cap = capacity_table(st), seqs = sequences_table(st), inten = intensity_table(st),
               cross = crossover_table(all_cross, in.policies), ops = roofline_ops_table(st);
   b.tables = {kv, cap, seqs, inten, cross, ops};
+  // The serving section: the first model on the first GPU.
+  std::string serving_why;
+  const std::optional<ServingReport> sv = serving_report(in, serving_why);
+  if (sv) {
+    Table step = step_components_table(sv->step);
+    step.name = "serving_step";
+    Table pareto = plan_rows_table("serving_pareto", "Pareto front of the serving plan", pareto_rows(sv->plan));
+    b.tables.push_back(step);
+    b.tables.push_back(pareto);
+  }
 
   // ---- plots (first model and GPU where one is needed) ----
   const NamedModel& first = in.models.front();
@@ -410,6 +422,41 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
     for (const auto& e : in.policies) md += fmt::format("- `{}` ({}, {}; backends {}): {}\n", e.key, e.name, e.engine, e.backends, describe(e));
     md += "\n";
   }
+  svg::LinePlot pp;
+  if (sv) {
+    const PlanRequest& pr = sv->plan_request;
+    const StepResult& d = sv->step;
+    md += "## Serving\n\n";
+    md += fmt::format("The whole model of {} on {} x {} ({}): a decode step of {} sequences at {} keys each (engine overheads: {}). "
+                      "Step time {}, TPOT {}, {:.0f} output tokens/s per GPU; the batch's cache {} in memory. `mlaplan step` gives any "
+                      "step; `serving_step.csv` has every component.\n\n",
+                      sv->model->arg, d.gpus, sv->gpu->name, to_string(sv->step_request.w.par), in.batch, in.decode_context, sv->step_request.overheads.source,
+                      humanize(d.step_time.value, Unit::seconds), humanize(d.tpot.value, Unit::seconds), d.tokens_per_s_per_gpu,
+                      d.fits.ok() ? "fits" : "does not fit (" + d.fits.reason + ")");
+    md += md_table(b.tables[b.tables.size() - 2], {"component"}, {"component", "category", "layers", "time_s", "time_s_per_layer", "sol_time_s", "share", "bound"});
+    const auto best = sv->plan.best;
+    md += fmt::format("\nThe plan for {} in / {} out within {} GPUs and TPOT ≤ {}: {}. Its Pareto front (`serving_pareto.csv`; `mlaplan plan` "
+                      "prints every layout):\n\n",
+                      pr.isl, pr.osl, pr.max_gpus, humanize(pr.tpot_limit.value, Unit::seconds),
+                      best ? fmt::format("best **{}** at batch {}, {:.0f} output tokens/s per GPU, TPOT {}", to_string(sv->plan.rows[*best].par),
+                                         sv->plan.rows[*best].batch, sv->plan.rows[*best].tokens_per_s_per_gpu,
+                                         humanize(sv->plan.rows[*best].tpot.value, Unit::seconds))
+                           : std::string("no layout meets the target"));
+    md += md_table(b.tables.back(), {"layout", "batch"}, {"layout", "gpus", "batch", "tpot_s", "ttft_s", "tokens_per_s_per_gpu", "meets"});
+    md += "\n![Serving Pareto front](pareto.svg)\n\n";
+    pp.title = fmt::format("Serving {} on {}: {} in / {} out", sv->model->arg, sv->gpu->name, pr.isl, pr.osl);
+    pp.x_label = "TPOT (ms)";
+    pp.y_label = "output tokens/s per GPU";
+    pp.log_x = pp.log_y = true;
+    svg::Series all{.name = "layouts x batches that fit", .line = false, .markers = true, .color = 8};
+    for (const PlanRow& row : sv->plan.rows) all.points.push_back({row.tpot.value * 1e3, row.tokens_per_s_per_gpu});
+    svg::Series front{.name = "Pareto front", .line = true, .markers = true, .color = 0, .marker = 1};
+    for (const PlanRow* row : pareto_rows(sv->plan)) front.points.push_back({row->tpot.value * 1e3, row->tokens_per_s_per_gpu});
+    pp.series = {all, front};
+    pp.refs.push_back({.vertical = true, .value = pr.tpot_limit.value * 1e3, .label = fmt::format("TPOT target {} ms", pr.tpot_limit.value * 1e3)});
+  } else {
+    md += "## Serving\n\nNot evaluated: " + serving_why + ".\n\n";
+  }
   md += "## Assumptions and sources\n\n";
   md += fmt::format("- Compute dtype {}; weights as the config's quantization says; activation reserve estimated for {} tokens per forward pass.\n",
                     spec.dtype, humanize(in.batched_tokens, Unit::count));
@@ -439,6 +486,7 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
   b.files.push_back({"crossover.svg", svg::render(xo)});
   b.files.push_back({"kv_bytes.svg", svg::render(bars)});
   b.files.push_back({"sequences.svg", svg::render(sq)});
+  if (sv) b.files.push_back({"pareto.svg", svg::render(pp)});
   return b;
 }
 

@@ -57,6 +57,7 @@ ReportSpec parse_report_spec(const json& j, const std::string& where) {
   if (!j.is_object()) fail(where, "expected a JSON object");
   static const char* known[] = {"title", "models", "gpus", "layouts", "kv_dtypes", "contexts", "sequence_contexts", "prefixes",
                                 "crossover_tps", "batch", "decode_context", "dtype", "mem_util", "block_size", "max_query",
+                                "serving_isl", "serving_osl", "serving_max_gpus", "serving_tpot_ms",
                                 "compare_models", "roofline_step", "tolerance", "column_tolerances", "engine"};
   for (const auto& [key, value] : j.items()) {
     if (std::find(std::begin(known), std::end(known), key) == std::end(known))
@@ -109,6 +110,10 @@ ReportSpec parse_report_spec(const json& j, const std::string& where) {
   }
   if (auto v = r.find("engine")) s.engine = r.string("engine", *v);
   if (auto v = r.find("max_query")) s.max_query = r.integer("max_query", *v, 1, 1 << 16);
+  if (auto v = r.find("serving_isl")) s.serving_isl = r.integer("serving_isl", *v, 1, 1 << 24);
+  if (auto v = r.find("serving_osl")) s.serving_osl = r.integer("serving_osl", *v, 1, 1 << 24);
+  if (auto v = r.find("serving_max_gpus")) s.serving_max_gpus = r.integer("serving_max_gpus", *v, 1, 1024);
+  if (auto v = r.find("serving_tpot_ms")) s.serving_tpot_ms = r.number("serving_tpot_ms", *v, 1e-3, 1e7);
   if (auto v = r.find("roofline_step")) {
     if (!v->is_object()) r.bad("roofline_step", *v, "expected an object {batch, query, prefix, tp}");
     if (v->contains("batch")) s.roofline_step.batch = r.integer("roofline_step.batch", (*v)["batch"], 1, 10'000'000);
@@ -144,6 +149,10 @@ nlohmann::ordered_json to_json(const ReportSpec& s) {
   if (s.engine.empty() || s.block_size_set) j["block_size"] = s.block_size;
   if (!s.engine.empty()) j["engine"] = s.engine;
   j["max_query"] = s.max_query;
+  j["serving_isl"] = s.serving_isl;
+  j["serving_osl"] = s.serving_osl;
+  j["serving_max_gpus"] = s.serving_max_gpus;
+  j["serving_tpot_ms"] = s.serving_tpot_ms;
   j["compare_models"] = s.compare_models;
   j["roofline_step"] = {{"batch", s.roofline_step.batch}, {"query", s.roofline_step.query},
                         {"prefix", s.roofline_step.prefix}, {"tp", s.roofline_step.tp}};
@@ -196,6 +205,10 @@ ReportInputs resolve_report(const ReportSpec& spec) {
   }
   in.max_query = spec.max_query;
   in.roofline_step = spec.roofline_step;
+  in.serving_isl = spec.serving_isl;
+  in.serving_osl = spec.serving_osl;
+  in.serving_max_gpus = spec.serving_max_gpus;
+  in.serving_tpot = Seconds{spec.serving_tpot_ms * 1e-3};
   in.profiles = bundled_efficiency();
   return in;
 }

@@ -36,7 +36,9 @@ struct HardwareSpec {
   std::map<DType, FlopsPerSecond> dense_peak;  // dense (not 2:4-sparse) peaks
   std::int64_t sm_count = 0;                   // SMs (NVIDIA) or CUs (AMD)
   Bytes l2_cache{0};
-  BytesPerSecond scale_up_bandwidth_per_direction{0};
+  BytesPerSecond scale_up_bandwidth_per_direction{0};   // NVLink (or Infinity Fabric) per GPU
+  BytesPerSecond scale_out_bandwidth_per_direction{0};  // the network between nodes, per GPU
+  std::int64_t scale_up_domain_gpus = 0;                // GPUs one scale-up domain joins (0: not known)
   Efficiency efficiency;
   std::map<std::string, std::string> sources;  // field -> where the number came from
   std::vector<std::string> unconfirmed;        // fields whose numbers are not confirmed

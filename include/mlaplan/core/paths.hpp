@@ -23,7 +23,7 @@ namespace mlaplan {
 enum class PathKind { absorb, expand, chunked, sparse, standard, split };
 std::string_view to_string(PathKind p);
 
-enum class OpKind { gemm, bmm, attention, merge, elementwise, indexer };
+enum class OpKind { gemm, bmm, attention, merge, elementwise, indexer, grouped_gemm };
 std::string_view to_string(OpKind k);
 
 // Every op the path engine emits. The same ids name the validation kernels that time them, so a
@@ -36,8 +36,11 @@ enum class OpId {
   kv_up_proj_chunk, attention_mha_chunk, lse_merge,  // chunked expand
   indexer_proj, indexer_scores, sparse_latent_attention,  // DSA
   qkv_proj, attention, attention_sliding,          // standard attention (MHA/GQA/MQA)
+  // The rest of the model, for a serving step (core/serving):
+  embedding, rms_norm, swiglu, dense_gate_up, dense_down, router, expert_gate_up, expert_down,
+  shared_gate_up, shared_down, mtp_eh_proj, lm_head, sampling,
 };
-inline constexpr int kOpIdCount = static_cast<int>(OpId::attention_sliding) + 1;
+inline constexpr int kOpIdCount = static_cast<int>(OpId::sampling) + 1;
 std::string_view to_string(OpId id);
 // The kind of kernel an op runs as (the efficiency family it belongs to).
 OpKind kind_of(OpId id);

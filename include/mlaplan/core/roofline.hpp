@@ -24,6 +24,10 @@ struct Roofline {
   double sms = 0;
   std::string eta_source = "speed of light";  // what the times assume, as outputs name it
   bool calibrated() const;
+  // The family whose fitted parameters time an op of family f: its own; for a grouped GEMM without
+  // its own fit, the GEMM fit (the same tensor-core tiles, one launch over every expert); none when
+  // neither is fitted (the op then runs at eta_compute / eta_memory).
+  std::optional<KernelFamily> fit_family(KernelFamily f) const;
   FlopsPerSecond attainable_compute() const { return peak * eta_compute; }
   BytesPerSecond attainable_bandwidth() const { return bandwidth * eta_memory; }
   // Ridge point of the effective machine: peak·η_c / (bandwidth·η_m), FLOP per byte.

@@ -259,6 +259,8 @@ struct ReportInputs {
   std::int64_t batched_tokens = kDefaultBatchedTokens;  // the activation reserve's forward pass
   std::int64_t max_query = 4096;
   ReportStep roofline_step;
+  std::int64_t serving_isl = 4096, serving_osl = 1024, serving_max_gpus = 64;  // the serving plan
+  Seconds serving_tpot{0.05};
   // Capacity as an engine allocates it (its profile's rule and defaults; mem_util and block_size
   // passed on only when the spec sets them); none: the plain model above.
   std::optional<EngineProfile> engine;

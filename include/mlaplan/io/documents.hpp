@@ -7,6 +7,7 @@
 #include "mlaplan/core/hardware.hpp"
 #include "mlaplan/core/engine_memory.hpp"
 #include "mlaplan/core/explain.hpp"
+#include "mlaplan/core/serving.hpp"
 #include "mlaplan/core/study.hpp"
 #include "mlaplan/io/table.hpp"
 
@@ -40,5 +41,17 @@ Document engine_capacity_document(const ModelSpec& m, const HardwareSpec& hw, co
                                   std::int64_t context);
 Document cost_document(const ModelSpec& m, const RooflineUsed& r, const Workload& w, const CostStudy& st);
 Document crossover_document(const ModelSpec& m, const RooflineUsed& r, const CrossoverSweepSpec& spec, const CrossoverStudy& st);
+// `step`: one serving step of the whole model, by component and by layer kind, with the memory check.
+Document step_document(const ModelSpec& m, const RooflineUsed& r, const StepRequest& req, const StepResult& st, const std::string& engine);
+// A step's time by component (the step document's and the report's table).
+Table step_components_table(const StepResult& st);
+// Plan rows as a table, and the Pareto rows of a plan by rising TPOT.
+Table plan_rows_table(const std::string& name, const std::string& title, const std::vector<const PlanRow*>& rows);
+std::vector<const PlanRow*> pareto_rows(const PlanResult& st);
+// `plan`: the Pareto layouts, each layout's best batch under the targets, the best and the fewest GPUs for a rate.
+Document plan_document(const ModelSpec& m, const RooflineUsed& r, const PlanRequest& req, const PlanResult& st, const std::string& engine);
+// `plan --sequences`: the fewest GPUs that hold them.
+Document memory_plan_document(const ModelSpec& m, const HardwareSpec& hw, const CapacityRequest& base, std::int64_t sequences,
+                              const std::vector<MemoryPlanRow>& rows);
 
 }  // namespace mlaplan

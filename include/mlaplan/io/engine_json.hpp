@@ -13,6 +13,7 @@
 
 #include "mlaplan/core/engine_memory.hpp"
 #include "mlaplan/core/engines.hpp"
+#include "mlaplan/core/serving.hpp"
 
 namespace mlaplan {
 
@@ -51,5 +52,18 @@ std::optional<DispatchProfile> dispatch_for(const EngineProfile& p);
 std::string dispatch_problem(const std::vector<EnginePolicy>& policies, const ModelSpec& m);
 // The policies judged by default: every backend rule of the newest profile of each engine.
 std::vector<EnginePolicy> default_policies();
+
+// What an engine brings to a serving step: its per-step overheads, link efficiencies, MoE imbalance
+// and DP-attention rules (capacity profile), and its first backend's dispatch rule (MLA models).
+// "none": the fastest attention path, no overhead. Errors name `flag`.
+struct StepEngine {
+  StepOverheads overheads;
+  bool dense_mlp_over_dp = false, moe_over_dp = false;
+  std::optional<EnginePolicy> policy;
+  std::string label;  // "sglang (SGLang fa3)", "none (fastest attention path, no overhead)"
+};
+StepEngine load_step_engine(const std::string& arg, const ModelSpec& m, const std::string& flag = "--engine");
+// The request's engine parts set from e.
+void apply_step_engine(StepRequest& req, const StepEngine& e);
 
 }  // namespace mlaplan

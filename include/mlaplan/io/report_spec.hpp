@@ -34,6 +34,9 @@ struct ReportSpec {
   std::int64_t max_query = 4096;
   std::vector<std::string> compare_models{"llama-3.1-70b", "qwen2.5-72b", "mixtral-8x7b", "gpt-oss-20b"};
   ReportStep roofline_step;
+  // The serving section: a plan for these request lengths and TPOT target within the GPU budget.
+  std::int64_t serving_isl = 4096, serving_osl = 1024, serving_max_gpus = 64;
+  double serving_tpot_ms = 50;
   double tolerance = 1e-9;                      // relative, for --check
   std::map<std::string, double> column_tolerances;  // per CSV column, relative
 };

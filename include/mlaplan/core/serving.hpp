@@ -1,0 +1,238 @@
+#pragma once
+// The whole model for one serving step: every layer's projections, attention (through the path the
+// engine or the optimum picks), dense FFN or MoE (router, routed experts as a grouped GEMM under EP,
+// shared experts), norms, embedding, lm_head, sampling and the MTP head; the communication between
+// ranks (TP all-reduce, EP dispatch and combine over NVLink and the network); the per-step overhead
+// of the engine. From it: step time, TTFT or TPOT, tokens per second per GPU, and the memory check.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mlaplan/core/capacity.hpp"
+#include "mlaplan/core/engine_memory.hpp"
+#include "mlaplan/core/engines.hpp"
+#include "mlaplan/core/hardware.hpp"
+#include "mlaplan/core/model.hpp"
+#include "mlaplan/core/params.hpp"
+#include "mlaplan/core/paths.hpp"
+#include "mlaplan/core/roofline.hpp"
+#include "mlaplan/core/study.hpp"
+
+namespace mlaplan {
+
+enum class Phase { prefill, decode };
+std::string_view to_string(Phase p);
+
+// DeepEP's two kinds of all-to-all: normal (deduplicated per node, NVLink forwarding; prefill) and
+// low latency (one message per token and expert; decode). auto: normal for prefill, low latency for
+// decode, as DeepSeek and SGLang deploy them.
+enum class EpMode { automatic, normal, low_latency };
+std::string_view to_string(EpMode m);
+
+// What a step is made of. Compute components are sums of ops; communication components are
+// transfers over a link; overhead is the engine's per-step cost.
+enum class StepComponent {
+  embedding,
+  attention_projections,  // q/kv down and up projections, o_proj (GEMMs)
+  attention_core,         // the attention path's other ops (folds, attention, merges, indexer)
+  dense_mlp,              // gate/up and down of the dense layers
+  router,                 // the MoE gate
+  routed_experts,         // grouped GEMM over the experts on the rank
+  shared_experts,
+  elementwise,            // RMSNorms, residual adds, the SwiGLU product
+  lm_head,
+  sampling,
+  mtp,                    // the MTP module (one decoder layer and its projection) per draft token
+  tp_allreduce,
+  dp_gather,              // DP attention: tokens gathered for, and reduced after, an MLP split over every rank
+  ep_dispatch,
+  ep_combine,
+  overhead,               // scheduler and launch, from the engine profile
+};
+inline constexpr int kStepComponentCount = static_cast<int>(StepComponent::overhead) + 1;
+std::string_view to_string(StepComponent c);
+// DeepSeek's profile categories: attention, gemm, moe, dispatch, combine, other, overhead.
+std::string_view category_of(StepComponent c);
+
+// The links between ranks, per GPU and direction, with the efficiency a collective reaches on each.
+struct LinkSpec {
+  BytesPerSecond scale_up{0};    // NVLink (or the GPU's scale-up fabric) within a domain
+  BytesPerSecond scale_out{0};   // the network between domains, per GPU
+  std::int64_t domain_gpus = 0;  // GPUs one scale-up domain joins (8 for HGX, 72 for GB200 NVL72)
+  double eta_scale_up = 1, eta_scale_out = 1;
+  Seconds latency{0};  // per collective call
+};
+
+// What an engine adds to a step, from its profile (every number sourced there).
+struct StepOverheads {
+  Seconds per_step_decode{0};
+  Seconds per_step_prefill{0};
+  double moe_imbalance = 1;  // busiest rank's routed token-expert pairs over the mean
+  double eta_scale_up = 1, eta_scale_out = 1;
+  double comm_sms = 0;       // SMs the normal (prefill) all-to-all kernels hold while compute overlaps them
+  Seconds comm_latency{0};
+  std::string source;  // "sglang@0.5.4+ (engines/sglang-0.5.4.json)" or why none applies
+};
+
+struct StepRequest {
+  Phase phase = Phase::decode;
+  Workload w;                    // the whole deployment's batch (DP splits it); dtypes; layout
+  WeightPlan weights;            // how the FFN, MoE and lm_head weights are stored (fp8: fp8 GEMMs)
+  std::int64_t gpus_per_node = 8;  // ranks one scale-up domain holds in this deployment
+  std::int64_t mtp_draft = 0;    // speculative tokens per step from the MTP module (0: off)
+  double mtp_accept = 0;         // probability each draft token is accepted
+  double moe_imbalance = 1;
+  // Two micro-batches per step. Normal all-to-all (prefill): one's compute overlaps the other's
+  // dispatch and combine, on the SMs the communication kernels leave (DeepSeek-V3 §3.4.1). Low
+  // latency (decode; its kernels hold no SMs): one's attention side overlaps the other's dispatch,
+  // experts and combine (InferSim's decode overlap, models/model.py).
+  bool two_batch_overlap = false;
+  double comm_sms = 0;  // SMs held by the normal all-to-all under overlap (from the engine, or the flag)
+  // The engine splits dense MLPs (and, without EP, routed experts) over all TP x DP ranks under
+  // DP attention: tokens are gathered before and reduce-scattered after (engine profile keys
+  // dense_mlp_over_dp and moe_over_dp).
+  bool dense_mlp_over_dp = false, moe_over_dp = false;
+  EpMode ep_mode = EpMode::automatic;
+  std::optional<EnginePolicy> policy;  // the attention dispatch rule; none: the fastest feasible path
+  std::optional<Bytes> workspace_budget;
+  StepOverheads overheads;
+  LinkSpec links;
+  std::string engine_label;  // for outputs: the engine and its dispatch backend
+};
+
+struct StepRow {
+  StepComponent component = StepComponent::overhead;
+  std::int64_t layers = 0;  // layers that run it (1 for once-per-step parts)
+  Flops flops{0};           // per rank, all its layers
+  BytesF bytes{0};          // memory traffic per rank, all its layers
+  BytesF link_bytes{0};     // bytes each rank sends, all its layers (communication)
+  Seconds time{0};          // all its layers
+  Seconds bound{0};         // the same at speed of light (links at their nominal bandwidth)
+  std::string bound_by;     // compute | memory | nvlink | network | fixed
+  std::vector<OpId> ops;    // the ops it sums, in order of first appearance
+};
+
+// One kind of layer (dense, moe, mtp) and its time per layer.
+struct LayerKindRow {
+  std::string kind;
+  std::int64_t count = 0;
+  Seconds compute{0}, communication{0};
+  Seconds time{0};  // per layer, after overlap
+  std::array<Seconds, kStepComponentCount> by_component{};  // per layer, before overlap
+};
+
+struct StepResult {
+  Phase phase = Phase::decode;
+  std::vector<StepRow> rows;
+  std::vector<LayerKindRow> layer_kinds;
+  std::string attention_path;        // absorb, expand, chunked, sparse, split, standard
+  std::string attention_detail;
+  Seconds compute{0}, communication{0}, overhead{0};
+  Seconds overlap_saving{0};  // communication hidden under compute by two-batch overlap
+  Seconds step_time{0};
+  Seconds step_bound{0};      // every part at speed of light, no overhead, no overlap
+  double sequences = 0;       // in the whole deployment
+  double input_tokens = 0;    // new tokens the step processes, whole deployment
+  double output_tokens = 0;   // tokens the step emits (decode: 1 + accepted drafts per sequence)
+  double tokens_per_s_per_gpu = 0;
+  Seconds ttft{0};            // prefill: the step
+  Seconds tpot{0};            // decode: step / tokens each sequence gains
+  std::int64_t gpus = 1;
+  CapacityResult memory;      // weights and the batch's KV against the GPU
+  double kv_tokens_per_rank = 0;  // what the batch keeps in cache on one rank
+  Verdict fits;                // the batch's KV fits in the pool
+  std::vector<std::string> notes;
+};
+
+// Expected distinct experts of `experts` touched by `pairs` uniformly routed token-expert pairs:
+// E · (1 − (1 − 1/E)^pairs).
+double experts_touched(double experts, double pairs);
+// Probability a token that picks k of E experts reaches a given group of g experts:
+// 1 − C(E − g, k) / C(E, k).
+double group_hit_probability(double experts, double group, double k);
+
+// The batch of a step: decode, `count` sequences each holding `context` keys after the step (its
+// 1 + draft new tokens included); prefill, `count` prompts of `context` tokens.
+SequenceGroup step_group(Phase phase, std::int64_t count, double context, std::int64_t draft);
+
+// The request's weights: the checkpoint's own storage (none), or every linear weight in d; attention
+// read in the same.
+void set_step_weights(StepRequest& req, const ModelSpec& m, std::optional<WeightDtype> d);
+// The request's batch, and for an MLA model the memory its expanded path's workspace may take
+// (memory x mem_util − weights − the batch's cache).
+void set_step_batch(StepRequest& req, const ModelSpec& m, const HardwareSpec& hw, std::vector<SequenceGroup> groups, double mem_util = 0.9);
+
+// The parameters an engine profile gives a step; none (zeros, η = 1) for keys it leaves out.
+StepOverheads step_overheads(const EngineProfile& p);
+// The hardware's links with the overheads' collective efficiency and latency.
+LinkSpec links_for(const HardwareSpec& hw, const StepOverheads& o);
+
+StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline& rf, const StepRequest& req);
+
+}  // namespace mlaplan
+
+namespace mlaplan {
+
+// ---- plan: the layouts and batch sizes that fit and meet latency targets ----
+
+struct PlanRequest {
+  StepRequest base;        // engine, dtypes, MTP, overlap; layout and batch are searched
+  std::int64_t isl = 4096, osl = 1024;  // input and output tokens per request
+  Seconds ttft_limit{0}, tpot_limit{0};  // 0: no target
+  std::int64_t max_gpus = 64;            // the GPU budget (powers of two up to it are tried)
+  double rate = 0;                       // requests per second to serve (0: not asked)
+  std::vector<std::int64_t> batches;     // sequences per DP replica to try
+};
+
+struct PlanRow {
+  Parallelism par;
+  std::int64_t gpus = 1;
+  std::int64_t batch = 0;         // sequences in the deployment
+  Seconds tpot{0};                // decode step at the mean context isl + osl/2, per token emitted
+  Seconds ttft{0};                // prefill of one prompt per DP replica
+  Seconds prefill_batch{0};       // prefill of the whole batch's prompts
+  double tokens_per_s_per_gpu = 0;  // output tokens over prefill + decode of the batch, per GPU
+  double decode_tokens_per_s_per_gpu = 0;
+  double requests_per_s = 0;      // whole deployment
+  std::int64_t gpus_for_rate = 0; // replicas of this deployment that serve `rate`, in GPUs (0: not asked)
+  std::int64_t max_sequences = 0; // at isl + osl tokens each
+  bool meets = false;             // fits and meets both targets
+  bool pareto = false;            // no other fitting row is both faster per token and higher in throughput
+  std::string why;                // why it does not meet the targets
+};
+
+struct PlanResult {
+  std::vector<PlanRow> rows;           // every layout and batch that fits in memory
+  std::vector<Skip> skipped;           // layouts the model cannot run, or where no batch fits
+  std::optional<std::size_t> best;     // highest throughput per GPU among rows that meet the targets
+  std::optional<std::size_t> fewest_for_rate;  // fewest GPUs that serve the rate among those rows
+};
+
+PlanResult plan_layouts(const ModelSpec& m, const HardwareSpec& hw, const Roofline& rf, const PlanRequest& req);
+
+// The fewest GPUs (powers of two up to max_gpus; the smallest layout of that count that holds them)
+// that hold `sequences` sequences of `context` tokens; none when even max_gpus do not.
+struct MemoryPlanRow {
+  Parallelism par;
+  CapacityResult result;
+};
+std::vector<MemoryPlanRow> plan_memory(const ModelSpec& m, const HardwareSpec& hw, const CapacityRequest& base, std::int64_t sequences,
+                                       std::int64_t max_gpus);
+
+// ---- the report's serving section: the first model on the first GPU ----
+
+struct ServingReport {
+  const NamedModel* model = nullptr;
+  const HardwareSpec* gpu = nullptr;
+  StepRequest step_request;  // a decode step at the report's batch, decode context and roofline TP
+  StepResult step;
+  PlanRequest plan_request;  // the spec's request lengths, TPOT target and GPU budget
+  PlanResult plan;
+};
+// None when the first GPU cannot join the step's GPUs (no link bandwidths in its file); `why` says so.
+std::optional<ServingReport> serving_report(const ReportInputs& in, std::string& why);
+
+}  // namespace mlaplan

@@ -1,0 +1,713 @@
+#include "mlaplan/core/serving.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "mlaplan/core/study.hpp"
+
+namespace mlaplan {
+
+std::string_view to_string(Phase p) { return p == Phase::prefill ? "prefill" : "decode"; }
+
+std::string_view to_string(EpMode m) {
+  switch (m) {
+    case EpMode::automatic: return "auto";
+    case EpMode::normal: return "normal";
+    case EpMode::low_latency: return "low_latency";
+  }
+  return "?";
+}
+
+std::string_view to_string(StepComponent c) {
+  switch (c) {
+    case StepComponent::embedding: return "embedding";
+    case StepComponent::attention_projections: return "attention_projections";
+    case StepComponent::attention_core: return "attention_core";
+    case StepComponent::dense_mlp: return "dense_mlp";
+    case StepComponent::router: return "router";
+    case StepComponent::routed_experts: return "routed_experts";
+    case StepComponent::shared_experts: return "shared_experts";
+    case StepComponent::elementwise: return "elementwise";
+    case StepComponent::lm_head: return "lm_head";
+    case StepComponent::sampling: return "sampling";
+    case StepComponent::mtp: return "mtp";
+    case StepComponent::tp_allreduce: return "tp_allreduce";
+    case StepComponent::dp_gather: return "dp_gather";
+    case StepComponent::ep_dispatch: return "ep_dispatch";
+    case StepComponent::ep_combine: return "ep_combine";
+    case StepComponent::overhead: return "overhead";
+  }
+  return "?";
+}
+
+std::string_view category_of(StepComponent c) {
+  switch (c) {
+    case StepComponent::attention_core: return "attention";
+    case StepComponent::attention_projections:
+    case StepComponent::dense_mlp:
+    case StepComponent::router:
+    case StepComponent::shared_experts:
+    case StepComponent::lm_head:
+    case StepComponent::mtp: return "gemm";
+    case StepComponent::routed_experts: return "moe";
+    case StepComponent::ep_dispatch: return "dispatch";
+    case StepComponent::ep_combine: return "combine";
+    case StepComponent::tp_allreduce:
+    case StepComponent::dp_gather: return "allreduce";
+    case StepComponent::embedding:
+    case StepComponent::elementwise:
+    case StepComponent::sampling: return "other";
+    case StepComponent::overhead: return "overhead";
+  }
+  return "?";
+}
+
+double experts_touched(double experts, double pairs) {
+  if (experts <= 0 || pairs <= 0) return 0;
+  return experts * (1 - std::pow(1 - 1 / experts, pairs));
+}
+
+double group_hit_probability(double experts, double group, double k) {
+  if (group >= experts) return 1;
+  // C(E − g, k) / C(E, k) = Π_{i<k} (E − g − i) / (E − i)
+  double miss = 1;
+  for (double i = 0; i < k; ++i) miss *= std::max(0.0, experts - group - i) / (experts - i);
+  return 1 - miss;
+}
+
+namespace {
+
+// One op of the step: what it is part of, and how many times a step runs it on a rank.
+struct Part {
+  StepComponent component;
+  Op op;
+  double count = 1;
+};
+
+// A transfer: bytes each rank sends over the scale-up and the scale-out link in one call.
+struct Transfer {
+  StepComponent component;
+  double scale_up_bytes = 0, scale_out_bytes = 0;
+  double count = 1;
+};
+
+struct Timed {
+  Seconds time{0}, bound{0};
+  std::string bound_by;
+};
+
+Timed time_op(const Op& op, const Roofline& rf, const Roofline& sol) {
+  const OpTime t = op_time(op, rf);
+  return {t.time, op_time(op, sol).time, t.compute_bound ? "compute" : "memory"};
+}
+
+Timed time_transfer(const Transfer& x, const LinkSpec& l) {
+  const double up = x.scale_up_bytes > 0 ? x.scale_up_bytes / (l.scale_up.value * l.eta_scale_up) : 0;
+  const double out = x.scale_out_bytes > 0 ? x.scale_out_bytes / (l.scale_out.value * l.eta_scale_out) : 0;
+  const double up_sol = x.scale_up_bytes > 0 ? x.scale_up_bytes / l.scale_up.value : 0;
+  const double out_sol = x.scale_out_bytes > 0 ? x.scale_out_bytes / l.scale_out.value : 0;
+  if (up <= 0 && out <= 0) return {};
+  return {Seconds{std::max(up, out)} + l.latency, Seconds{std::max(up_sol, out_sol)}, out > up ? "network" : "nvlink"};
+}
+
+// An elementwise pass: reads and writes `values` activations.
+Op elementwise(OpId id, double values, double act_b) {
+  Op op;
+  op.id = id;
+  op.flops = Flops{values};
+  op.bytes_read = BytesF{values * act_b};
+  op.bytes_written = BytesF{values * act_b};
+  return op;
+}
+
+Op gemm(OpId id, double tokens, double in, double out, double weight_b, double act_b, bool fp8) {
+  Op op = gemm_op(id, tokens, in, out, weight_b, act_b);
+  op.fp8 = fp8;
+  return op;
+}
+
+// The routed experts of one MoE layer on the busiest rank, as one grouped GEMM per projection over
+// the `touched` experts it holds: `pairs` token-expert rows, each expert's weights read once.
+Op grouped(OpId id, double pairs, double touched, double in, double out, double weight_b, double act_b, bool fp8) {
+  Op op;
+  op.id = id;
+  op.fp8 = fp8;
+  op.flops = Flops{2 * pairs * in * out};
+  op.bytes_read = BytesF{touched * in * out * weight_b + pairs * in * act_b};
+  op.bytes_written = BytesF{pairs * out * act_b};
+  const double rows = touched > 0 ? pairs / touched : 0;
+  const double row_tiles = touched * std::ceil(rows / 128);
+  op.tiling.ctas = row_tiles * std::ceil(out / 128);
+  op.tiling.padded_flops = 2 * row_tiles * 128 * in * out;
+  return op;
+}
+
+// The batch halved for one of two micro-batches (each group's count rounded up).
+Workload micro_batch(const Workload& w) {
+  Workload h = w;
+  for (SequenceGroup& g : h.groups) g.count = (g.count + 1) / 2;
+  return h;
+}
+
+// The attention path one layer kind runs on the workload: the policy's choice, or the fastest
+// feasible path.
+const PathResult& chosen_path(const CostStudy& st, const std::optional<EnginePolicy>& policy) {
+  if (policy && !st.engines.empty()) return st.engines.front().path;
+  const PathResult* best = &st.paths.front();
+  for (const PathResult& p : st.paths)
+    if (p.feasible.ok() && (!best->feasible.ok() || p.cost.time < best->cost.time)) best = &p;
+  return *best;
+}
+
+bool is_projection(OpId id) {
+  switch (id) {
+    case OpId::q_a_proj:
+    case OpId::q_b_proj:
+    case OpId::q_proj:
+    case OpId::kv_a_proj:
+    case OpId::o_proj:
+    case OpId::qkv_proj:
+    case OpId::indexer_proj: return true;
+    default: return false;
+  }
+}
+
+struct LayerParts {
+  std::vector<Part> ops;
+  std::vector<Transfer> transfers;
+};
+
+// Everything one step runs on the busiest rank, by layer kind.
+struct StepPlan {
+  LayerParts dense, moe, mtp, once;
+  std::int64_t dense_layers = 0, moe_layers = 0, mtp_runs = 0;
+  std::string path, detail;
+  double micro_batches = 1;
+};
+
+struct Ctx {
+  const ModelSpec& m;
+  const StepRequest& req;
+  const Roofline& rf;
+  double act_b = 2, mlp_wb = 2, dense_wb = 2;
+  bool fp8 = false;
+  double tp = 1, dp = 1, ep = 1, ranks = 1;
+};
+
+// The attention of one layer (per layer: the path's whole-model ops over the model's layers).
+void add_attention(LayerParts& L, const PathResult& path, double layers, double micro) {
+  for (const OpRow& r : path.ops) {
+    Op op = r.op;
+    (void)layers;
+    L.ops.push_back({is_projection(op.id) ? StepComponent::attention_projections : StepComponent::attention_core, op,
+                     micro * static_cast<double>(r.layers) / layers});
+  }
+}
+
+void add_allreduce(const Ctx& c, LayerParts& L, double tokens, double width, double bytes_per_value, double count) {
+  if (c.tp <= 1) return;
+  const double sent = 2 * (c.tp - 1) / c.tp * tokens * width * bytes_per_value;
+  Transfer t{StepComponent::tp_allreduce};
+  (c.tp <= static_cast<double>(c.req.gpus_per_node) ? t.scale_up_bytes : t.scale_out_bytes) = sent;
+  t.count = count;
+  L.transfers.push_back(t);
+}
+
+bool low_latency(const StepRequest& req) {
+  return req.ep_mode == EpMode::low_latency || (req.ep_mode == EpMode::automatic && req.phase == Phase::decode);
+}
+
+// DP attention with an MLP split over every rank: all-gather the ranks' tokens before it and
+// reduce-scatter its output after, each (R − 1)/R of the gathered activations per rank.
+void add_dp_gather(const Ctx& c, LayerParts& L, double tokens, double width, double count) {
+  const double sent = 2 * (c.ranks - 1) / c.ranks * tokens * c.dp * width * c.act_b;
+  Transfer t{StepComponent::dp_gather};
+  (c.ranks <= static_cast<double>(c.req.gpus_per_node) ? t.scale_up_bytes : t.scale_out_bytes) = sent;
+  t.count = count;
+  L.transfers.push_back(t);
+}
+
+// Norms, the dense or MoE MLP and its communication for one layer of `tokens` tokens per rank.
+void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro) {
+  const ModelSpec& m = c.m;
+  const double h = static_cast<double>(m.hidden);
+  L.ops.push_back({StepComponent::elementwise, elementwise(OpId::rms_norm, tokens * h, c.act_b), micro * static_cast<double>(m.norms_per_layer)});
+  add_allreduce(c, L, tokens, h, c.act_b, micro);  // after o_proj
+  if (!moe || !m.moe) {
+    // Over every rank (DP attention, the engine's rule, without EP): the gathered tokens, 1/R of the width.
+    const bool over_dp = c.req.dense_mlp_over_dp && c.dp > 1 && c.ep <= 1;
+    const double rows = over_dp ? tokens * c.dp : tokens;
+    const double inter = static_cast<double>(m.intermediate) / (over_dp ? c.ranks : c.tp);
+    const double up = (m.gated_mlp ? 2 : 1) * inter;
+    L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_gate_up, rows, h, up, c.mlp_wb, c.act_b, c.fp8), micro});
+    L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, rows * inter, c.act_b), micro});
+    L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_down, rows, inter, h, c.mlp_wb, c.act_b, c.fp8), micro});
+    if (over_dp)
+      add_dp_gather(c, L, tokens, h, micro);
+    else
+      add_allreduce(c, L, tokens, h, c.act_b, micro);
+    return;
+  }
+  const MoeSpec& e = *m.moe;
+  const double E = static_cast<double>(e.routed_experts), k = static_cast<double>(e.experts_per_token);
+  L.ops.push_back({StepComponent::router, gemm(OpId::router, tokens, h, E, c.dense_wb, c.act_b, false), micro});
+  if (e.shared_experts > 0) {
+    const double inter = static_cast<double>(e.shared_experts * e.expert_intermediate) / c.tp;
+    L.ops.push_back({StepComponent::shared_experts, gemm(OpId::shared_gate_up, tokens, h, 2 * inter, c.mlp_wb, c.act_b, c.fp8), micro});
+    L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, tokens * inter, c.act_b), micro});
+    L.ops.push_back({StepComponent::shared_experts, gemm(OpId::shared_down, tokens, inter, h, c.mlp_wb, c.act_b, c.fp8), micro});
+  }
+  const double imb = c.req.moe_imbalance;
+  const double width = static_cast<double>(e.expert_intermediate);
+  if (c.ep > 1) {
+    // EP: the ranks of a TP group each dispatch a 1/TP share of its tokens; every rank holds E/EP
+    // whole experts and receives, on average, tokens·DP·k / ranks pairs (× the imbalance).
+    const double send = tokens / c.tp;
+    const double local = E / c.ep;
+    const double pairs = send * k * imb;
+    const double touched = experts_touched(local, pairs);
+    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_gate_up, pairs, touched, h, 2 * width, c.mlp_wb, c.act_b, c.fp8), micro});
+    L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, pairs * width, c.act_b), micro});
+    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_down, pairs, touched, width, h, c.mlp_wb, c.act_b, c.fp8), micro});
+    const bool ll = low_latency(c.req);
+    const double g = std::min(c.ep, static_cast<double>(c.req.gpus_per_node));
+    const double nodes = std::ceil(c.ep / g);
+    const double dispatch_b = c.fp8 ? h * (1 + 4.0 / 128) : h * c.act_b;  // fp8 values and one fp32 scale per 128
+    const double combine_b = h * 2;                                          // bf16
+    for (auto [component, b] : {std::pair{StepComponent::ep_dispatch, dispatch_b}, std::pair{StepComponent::ep_combine, combine_b}}) {
+      Transfer t{component};
+      if (ll) {
+        // One message per (token, expert) on another rank; those on other nodes cross the network.
+        t.scale_out_bytes = send * k * imb * (c.ep - g) / c.ep * b;
+        t.scale_up_bytes = send * k * imb * (g - 1) / c.ep * b;
+      } else {
+        // Normal: a token crosses the network once per other node it reaches, then NVLink carries
+        // it to every rank of the node that needs it.
+        t.scale_out_bytes = nodes > 1 ? send * (nodes - 1) * group_hit_probability(E, E / nodes, k) * imb * b : 0;
+        t.scale_up_bytes = send * nodes * (g - 1) * group_hit_probability(E, local, k) * imb * b;
+      }
+      t.count = micro;
+      L.transfers.push_back(t);
+    }
+  } else {
+    // Experts split by TP (every rank runs all of its DP group's pairs on a 1/TP slice of each
+    // expert), or over every rank (the engine's rule under DP attention: the gathered tokens' pairs).
+    const bool over_dp = c.req.moe_over_dp && c.dp > 1;
+    const double slice = width / (over_dp ? c.ranks : c.tp);
+    const double pairs = (over_dp ? tokens * c.dp : tokens) * k;
+    const double touched = experts_touched(E, pairs);
+    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_gate_up, pairs, touched, h, 2 * slice, c.mlp_wb, c.act_b, c.fp8), micro});
+    L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, pairs * slice, c.act_b), micro});
+    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_down, pairs, touched, slice, h, c.mlp_wb, c.act_b, c.fp8), micro});
+    if (over_dp)
+      add_dp_gather(c, L, tokens, h, micro);
+    else
+      add_allreduce(c, L, tokens, h, c.act_b, micro);
+  }
+}
+
+}  // namespace
+
+SequenceGroup step_group(Phase phase, std::int64_t count, double context, std::int64_t draft) {
+  const double q = phase == Phase::decode ? std::min(context, 1.0 + static_cast<double>(draft)) : context;
+  return SequenceGroup{count, q, context - q};
+}
+
+void set_step_weights(StepRequest& req, const ModelSpec& m, std::optional<WeightDtype> d) {
+  req.weights = d ? weight_plan_for(m, *d) : default_weight_plan(m);
+  req.w.weights = d ? *d : attention_weight_dtype(m);
+}
+
+void set_step_batch(StepRequest& req, const ModelSpec& m, const HardwareSpec& hw, std::vector<SequenceGroup> groups, double mem_util) {
+  req.w.groups = std::move(groups);
+  req.workspace_budget.reset();
+  if (m.is_mla()) req.workspace_budget = workspace_budget(m, hw, req.w, mem_util).left;
+}
+
+StepOverheads step_overheads(const EngineProfile& p) {
+  StepOverheads o;
+  auto num = [&](std::string_view key, double fallback) { return p.has(key) ? p.num(key) : fallback; };
+  o.per_step_decode = Seconds{num("step_overhead_decode_us", 0) * 1e-6};
+  o.per_step_prefill = Seconds{num("step_overhead_prefill_us", 0) * 1e-6};
+  o.moe_imbalance = num("moe_imbalance", 1);
+  o.eta_scale_up = num("comm_eta_scale_up", 1);
+  o.eta_scale_out = num("comm_eta_scale_out", 1);
+  o.comm_latency = Seconds{num("comm_latency_us", 0) * 1e-6};
+  o.comm_sms = num("comm_sms", 0);
+  o.source = p.label() + " (" + p.file + ")";
+  return o;
+}
+
+LinkSpec links_for(const HardwareSpec& hw, const StepOverheads& o) {
+  LinkSpec l;
+  l.scale_up = hw.scale_up_bandwidth_per_direction;
+  l.scale_out = hw.scale_out_bandwidth_per_direction;
+  l.domain_gpus = hw.scale_up_domain_gpus;
+  l.eta_scale_up = o.eta_scale_up;
+  l.eta_scale_out = o.eta_scale_out;
+  l.latency = o.comm_latency;
+  return l;
+}
+
+StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline& rf, const StepRequest& req) {
+  StepResult out;
+  out.phase = req.phase;
+  Ctx c{m, req, rf};
+  c.tp = static_cast<double>(req.w.par.tp);
+  c.dp = static_cast<double>(req.w.par.dp);
+  c.ep = static_cast<double>(req.w.par.ep);
+  c.ranks = c.tp * c.dp;
+  out.gpus = req.w.par.ranks();
+  c.act_b = bytes_per_element(req.w.compute);
+  c.fp8 = req.weights.linear == WeightDtype::fp8;
+  c.mlp_wb = bytes_per_element(linear_format(req.weights));
+  c.dense_wb = bytes_per_element(weight_format(req.weights.dense));
+  const Roofline sol = speed_of_light(rf);
+  const double h = static_cast<double>(m.hidden);
+  const double micro = req.two_batch_overlap ? 2 : 1;
+
+  // Attention on the main model's workload (the step's batch, or one micro-batch of it).
+  Workload w = req.w;
+  w.projections = true;
+  const Workload wm = req.two_batch_overlap ? micro_batch(w) : w;
+  const std::vector<EnginePolicy> policies = req.policy ? std::vector<EnginePolicy>{*req.policy} : std::vector<EnginePolicy>{};
+  const CostStudy st = cost_study(m, wm, rf, req.workspace_budget, policies);
+  const PathResult& path = chosen_path(st, req.policy);
+  out.attention_path = path.kind == PathKind::chunked ? "chunked" : std::string(to_string(path.kind));
+  out.attention_detail = path.detail;
+  const BatchTotals t = batch_totals(wm);
+  const double layers = static_cast<double>(m.num_layers());
+
+  StepPlan plan;
+  for (const LayerSpec& l : m.layers) (l.moe && m.moe ? plan.moe_layers : plan.dense_layers) += 1;
+  for (LayerParts* L : {&plan.dense, &plan.moe}) add_attention(*L, path, layers, micro);
+  add_mlp(c, plan.dense, false, t.new_tokens, micro);
+  add_mlp(c, plan.moe, true, t.new_tokens, micro);
+
+  // Once per step: embedding, the final norm, lm_head (vocab-parallel over TP, its logits gathered),
+  // sampling. Prefill computes logits for each sequence's last token only; decode for every new token.
+  const BatchTotals full = batch_totals(w);
+  const double logits_tokens = req.phase == Phase::prefill ? full.sequences : full.new_tokens;
+  const double vocab = static_cast<double>(m.vocab);
+  plan.once.ops.push_back({StepComponent::embedding, elementwise(OpId::embedding, full.new_tokens * h, c.act_b)});
+  plan.once.ops.push_back({StepComponent::elementwise, elementwise(OpId::rms_norm, full.new_tokens * h, c.act_b)});
+  plan.once.ops.push_back({StepComponent::lm_head, gemm(OpId::lm_head, logits_tokens, h, vocab / c.tp, c.dense_wb, c.act_b, false)});
+  Op sample = elementwise(OpId::sampling, logits_tokens * vocab, 4);
+  sample.bytes_written = BytesF{logits_tokens * 8};
+  plan.once.ops.push_back({StepComponent::sampling, sample});
+  if (c.tp > 1) {
+    Transfer gather{StepComponent::tp_allreduce};
+    const double sent = (c.tp - 1) / c.tp * logits_tokens * vocab * 4;
+    (c.tp <= static_cast<double>(req.gpus_per_node) ? gather.scale_up_bytes : gather.scale_out_bytes) = sent;
+    plan.once.transfers.push_back(gather);
+  }
+
+  // MTP: the module (one MoE decoder layer after a projection of [embedding; hidden] to hidden) runs
+  // once per draft token in decode on one token per sequence, and once over the prompt in prefill.
+  if (req.mtp_draft > 0 && m.mtp_layers > 0) {
+    Workload wd = wm;
+    if (req.phase == Phase::decode)
+      for (SequenceGroup& g : wd.groups) g.query = 1;
+    const CostStudy sd = cost_study(m, wd, rf, req.workspace_budget, policies);
+    const BatchTotals td = batch_totals(wd);
+    add_attention(plan.mtp, chosen_path(sd, req.policy), layers, micro);
+    plan.mtp.ops.push_back({StepComponent::mtp, gemm(OpId::mtp_eh_proj, td.new_tokens, 2 * h, h, c.mlp_wb, c.act_b, c.fp8), micro});
+    add_mlp(c, plan.mtp, true, td.new_tokens, micro);
+    plan.mtp.ops.push_back({StepComponent::lm_head, gemm(OpId::lm_head, td.new_tokens, h, vocab / c.tp, c.dense_wb, c.act_b, false), micro});
+    plan.mtp_runs = req.phase == Phase::decode ? req.mtp_draft : 1;
+    // The MTP module's attention and MLP are reported under mtp.
+    for (Part& p : plan.mtp.ops) p.component = StepComponent::mtp;
+  }
+
+  // Time every part, then sum by component and by layer kind.
+  std::vector<StepRow> rows(kStepComponentCount);
+  for (int i = 0; i < kStepComponentCount; ++i) rows[i].component = static_cast<StepComponent>(i);
+  auto layer_time = [&](const LayerParts& L, double n, const std::string& kind) {
+    LayerKindRow k{kind, static_cast<std::int64_t>(n)};
+    Seconds compute_bound{0}, comm_bound{0};
+    std::array<bool, kStepComponentCount> seen{};
+    auto count_layers = [&](StepComponent comp) {
+      if (!seen[static_cast<std::size_t>(comp)]) rows[static_cast<int>(comp)].layers += static_cast<std::int64_t>(n);
+      seen[static_cast<std::size_t>(comp)] = true;
+    };
+    for (const Part& p : L.ops) {
+      const Timed x = time_op(p.op, rf, sol);
+      StepRow& r = rows[static_cast<int>(p.component)];
+      count_layers(p.component);
+      k.by_component[static_cast<std::size_t>(p.component)] += x.time * p.count;
+      r.flops += p.op.flops * (p.count * n);
+      r.bytes += p.op.bytes() * (p.count * n);
+      r.time += x.time * (p.count * n);
+      r.bound += x.bound * (p.count * n);
+      if (r.bound_by.empty() || x.bound_by == "compute") r.bound_by = x.bound_by;
+      if (std::find(r.ops.begin(), r.ops.end(), p.op.id) == r.ops.end()) r.ops.push_back(p.op.id);
+      k.compute += x.time * p.count;
+      compute_bound += x.bound * p.count;
+    }
+    for (const Transfer& tr : L.transfers) {
+      const Timed x = time_transfer(tr, req.links);
+      StepRow& r = rows[static_cast<int>(tr.component)];
+      count_layers(tr.component);
+      k.by_component[static_cast<std::size_t>(tr.component)] += x.time * tr.count;
+      r.link_bytes += BytesF{(tr.scale_up_bytes + tr.scale_out_bytes) * tr.count * n};
+      r.time += x.time * (tr.count * n);
+      r.bound += x.bound * (tr.count * n);
+      if (!x.bound_by.empty() && (r.bound_by.empty() || x.bound_by == "network")) r.bound_by = x.bound_by;
+      k.communication += x.time * tr.count;
+      comm_bound += x.bound * tr.count;
+    }
+    k.time = k.compute + k.communication;
+    if (req.two_batch_overlap && k.communication.value > 0) {
+      if (low_latency(req)) {
+        // Stage B (dispatch, experts, combine) of one micro-batch beside stage A (the rest) of the other.
+        Seconds b{0};
+        for (StepComponent comp : {StepComponent::ep_dispatch, StepComponent::routed_experts, StepComponent::ep_combine})
+          b += k.by_component[static_cast<std::size_t>(comp)];
+        k.time = std::max(b, k.compute + k.communication - b);
+      } else {
+        // Compute on the SMs the communication kernels leave, beside the communication.
+        const double sms = rf.sms > 0 ? rf.sms : static_cast<double>(hw.sm_count);
+        const double share = sms > req.comm_sms && req.comm_sms > 0 ? sms / (sms - req.comm_sms) : 1;
+        k.time = std::max(k.compute * share, k.communication);
+      }
+    }
+    out.compute += k.compute * n;
+    out.communication += k.communication * n;
+    out.overlap_saving += (k.compute + k.communication - k.time) * n;
+    out.step_time += k.time * n;
+    out.step_bound += (compute_bound + comm_bound) * n;
+    if (n > 0) out.layer_kinds.push_back(k);
+  };
+  layer_time(plan.dense, static_cast<double>(plan.dense_layers), "dense");
+  layer_time(plan.moe, static_cast<double>(plan.moe_layers), "moe");
+  layer_time(plan.mtp, static_cast<double>(plan.mtp_runs), "mtp");
+  layer_time(plan.once, 1, "once");
+
+  const Seconds overhead = req.phase == Phase::decode ? req.overheads.per_step_decode : req.overheads.per_step_prefill;
+  StepRow& oh = rows[static_cast<int>(StepComponent::overhead)];
+  oh.layers = 1;
+  oh.time = overhead;
+  oh.bound_by = "fixed";
+  out.overhead = overhead;
+  out.step_time += overhead;
+  for (const StepRow& r : rows)
+    if (r.time.value > 0 || r.flops.value > 0 || r.link_bytes.value > 0) out.rows.push_back(r);
+
+  // Throughput and latency.
+  out.sequences = 0;
+  out.input_tokens = 0;
+  for (const SequenceGroup& g : req.w.groups) {
+    out.sequences += static_cast<double>(g.count);
+    out.input_tokens += static_cast<double>(g.count) * g.query;
+  }
+  double gained = 1;  // tokens each sequence gains per step
+  if (req.phase == Phase::decode && req.mtp_draft > 0 && m.mtp_layers > 0)
+    for (std::int64_t i = 1; i <= req.mtp_draft; ++i) gained += std::pow(req.mtp_accept, static_cast<double>(i));
+  const double step = out.step_time.value;
+  if (req.phase == Phase::decode) {
+    out.output_tokens = out.sequences * gained;
+    out.tpot = Seconds{step / gained};
+    out.tokens_per_s_per_gpu = step > 0 ? out.output_tokens / step / static_cast<double>(out.gpus) : 0;
+  } else {
+    out.output_tokens = out.sequences;
+    out.ttft = out.step_time;
+    out.tokens_per_s_per_gpu = step > 0 ? out.input_tokens / step / static_cast<double>(out.gpus) : 0;
+  }
+
+  // Memory: the weights (and the MTP module when it runs) and the batch's cache on the busiest rank.
+  CapacityRequest cr;
+  cr.kv_dtype = req.w.kv;
+  cr.weights = req.weights;
+  cr.par = req.w.par;
+  double longest = 0;
+  for (const SequenceGroup& g : req.w.groups) longest = std::max(longest, g.prefix + g.query);
+  cr.context = static_cast<std::int64_t>(std::ceil(longest));
+  cr.reserve = activation_reserve_estimate(m, req.w.par, static_cast<std::int64_t>(std::ceil(full.new_tokens)));
+  out.memory = plan_capacity(m, hw, cr);
+  out.kv_tokens_per_rank = full.keys;
+  if (!out.memory.fits())
+    out.fits = out.memory.verdict;
+  else if (full.keys > static_cast<double>(out.memory.max_tokens_per_rank))
+    out.fits = Verdict::no("the batch keeps " + std::to_string(static_cast<std::int64_t>(full.keys)) + " tokens of cache per GPU; " +
+                           std::to_string(out.memory.max_tokens_per_rank) + " fit");
+  if (req.two_batch_overlap)
+    out.notes.push_back(low_latency(req) ? "two-batch overlap (low latency): each layer takes the longer of its dispatch, experts and combine and the rest, over two micro-batches"
+                                         : "two-batch overlap (normal): each layer takes the longer of its compute, on the SMs the all-to-all leaves, and its communication");
+  if (req.mtp_draft > 0 && m.mtp_layers == 0) out.notes.push_back(m.name + " has no MTP module: no draft tokens");
+  return out;
+}
+
+namespace {
+
+// A step of `count` sequences of `query` tokens after `prefix` on the request's layout.
+StepResult run_step(const ModelSpec& m, const HardwareSpec& hw, const Roofline& rf, StepRequest req, Phase phase, std::int64_t count, double query,
+                    double prefix) {
+  req.phase = phase;
+  set_step_batch(req, m, hw, {SequenceGroup{count, query, prefix}});
+  return step_time(m, hw, rf, req);
+}
+
+std::vector<std::int64_t> powers_of_two(std::int64_t max) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t x = 1; x <= max; x *= 2) v.push_back(x);
+  return v;
+}
+
+// Layouts of g GPUs: TP a power of two, DP the rest; EP 1 or every rank for a MoE model.
+std::vector<Parallelism> layouts_of(const ModelSpec& m, std::int64_t g) {
+  std::vector<Parallelism> out;
+  for (std::int64_t tp : powers_of_two(g)) {
+    for (std::int64_t ep : {std::int64_t{1}, g}) {
+      if (ep > 1 && !m.moe) continue;
+      Parallelism p{tp, g / tp, ep};
+      if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+PlanResult plan_layouts(const ModelSpec& m, const HardwareSpec& hw, const Roofline& rf, const PlanRequest& req) {
+  PlanResult out;
+  const double isl = static_cast<double>(req.isl), osl = static_cast<double>(req.osl);
+  const double q = 1 + static_cast<double>(req.base.mtp_draft);
+  for (std::int64_t g : powers_of_two(req.max_gpus)) {
+    for (const Parallelism& par : layouts_of(m, g)) {
+      const LayoutVerdict lv = check_layout(m, par);
+      if (!lv.ok()) {
+        out.skipped.push_back({to_string(par), lv.verdict});
+        continue;
+      }
+      const std::int64_t domain = hw.scale_up_domain_gpus > 0 ? hw.scale_up_domain_gpus : 1;
+      if (g > 1 && hw.scale_up_bandwidth_per_direction.value <= 0) {
+        out.skipped.push_back({to_string(par), Verdict::no(hw.name + " has no scale-up bandwidth in its file")});
+        continue;
+      }
+      if (g > domain && hw.scale_out_bandwidth_per_direction.value <= 0) {
+        out.skipped.push_back({to_string(par), Verdict::no(hw.name + " has no scale-out bandwidth in its file")});
+        continue;
+      }
+      StepRequest base = req.base;
+      base.w.par = par;
+      base.gpus_per_node = std::min(domain, g);
+      CapacityRequest cr;
+      cr.kv_dtype = base.w.kv;
+      cr.weights = base.weights;
+      cr.par = par;
+      cr.context = req.isl + req.osl;
+      cr.reserve = activation_reserve_estimate(m, par, kDefaultBatchedTokens);
+      const CapacityResult cap = plan_capacity(m, hw, cr);
+      if (!cap.fits()) {
+        out.skipped.push_back({to_string(par), cap.verdict});
+        continue;
+      }
+      const StepResult first = run_step(m, hw, rf, base, Phase::prefill, par.dp, isl, 0);
+      for (std::int64_t per_replica : req.batches) {
+        const std::int64_t batch = per_replica * par.dp;
+        if (batch > cap.max_sequences) break;
+        PlanRow r;
+        r.par = par;
+        r.gpus = g;
+        r.batch = batch;
+        r.max_sequences = cap.max_sequences;
+        r.ttft = first.step_time;
+        const StepResult d = run_step(m, hw, rf, base, Phase::decode, batch, q, std::max(0.0, isl + osl / 2 - q));
+        r.tpot = d.tpot;
+        r.decode_tokens_per_s_per_gpu = d.tokens_per_s_per_gpu;
+        r.prefill_batch = run_step(m, hw, rf, base, Phase::prefill, batch, isl, 0).step_time;
+        const Seconds cycle = r.prefill_batch + d.tpot * osl;
+        r.requests_per_s = static_cast<double>(batch) / cycle.value;
+        r.tokens_per_s_per_gpu = r.requests_per_s * osl / static_cast<double>(g);
+        if (req.rate > 0) r.gpus_for_rate = static_cast<std::int64_t>(std::ceil(req.rate / r.requests_per_s)) * g;
+        r.meets = true;
+        if (req.tpot_limit.value > 0 && r.tpot > req.tpot_limit) r.meets = false, r.why = "TPOT over the target";
+        if (req.ttft_limit.value > 0 && r.ttft > req.ttft_limit) r.meets = false, r.why += std::string(r.why.empty() ? "" : "; ") + "TTFT over the target";
+        out.rows.push_back(r);
+      }
+    }
+  }
+  // Pareto: no other row has a lower (or equal) TPOT and a higher (or equal) throughput, one strictly.
+  // Of rows equal in both, the one on the fewest GPUs (then the first) stands for them.
+  for (std::size_t i = 0; i < out.rows.size(); ++i) {
+    const PlanRow& a = out.rows[i];
+    bool dominated = false;
+    for (std::size_t j = 0; j < out.rows.size() && !dominated; ++j) {
+      const PlanRow& b = out.rows[j];
+      const bool no_worse = b.tpot <= a.tpot && b.tokens_per_s_per_gpu >= a.tokens_per_s_per_gpu;
+      const bool better = b.tpot < a.tpot || b.tokens_per_s_per_gpu > a.tokens_per_s_per_gpu;
+      dominated = no_worse && (better || b.gpus < a.gpus || (b.gpus == a.gpus && j < i));
+    }
+    out.rows[i].pareto = !dominated;
+  }
+  for (std::size_t i = 0; i < out.rows.size(); ++i) {
+    const PlanRow& r = out.rows[i];
+    if (!r.meets) continue;
+    if (!out.best || r.tokens_per_s_per_gpu > out.rows[*out.best].tokens_per_s_per_gpu) out.best = i;
+    if (req.rate > 0 && (!out.fewest_for_rate || r.gpus_for_rate < out.rows[*out.fewest_for_rate].gpus_for_rate)) out.fewest_for_rate = i;
+  }
+  return out;
+}
+
+std::vector<MemoryPlanRow> plan_memory(const ModelSpec& m, const HardwareSpec& hw, const CapacityRequest& base, std::int64_t sequences,
+                                       std::int64_t max_gpus) {
+  std::vector<MemoryPlanRow> rows;
+  for (std::int64_t g : powers_of_two(max_gpus)) {
+    bool found = false;
+    for (const Parallelism& par : layouts_of(m, g)) {
+      if (!check_layout(m, par).ok()) continue;
+      CapacityRequest cr = base;
+      cr.par = par;
+      cr.reserve = activation_reserve_estimate(m, par, kDefaultBatchedTokens);
+      MemoryPlanRow r{par, plan_capacity(m, hw, cr)};
+      found = found || (r.result.fits() && r.result.max_sequences >= sequences);
+      rows.push_back(std::move(r));
+    }
+    if (found) break;
+  }
+  return rows;
+}
+
+std::optional<ServingReport> serving_report(const ReportInputs& in, std::string& why) {
+  ServingReport r;
+  r.model = &in.models.front();
+  r.gpu = &in.gpus.front();
+  const ModelSpec& m = r.model->spec;
+  const HardwareSpec& hw = *r.gpu;
+  const Roofline rf = report_roofline(hw, in.compute, in.profiles);
+  StepRequest& req = r.step_request;
+  if (in.engine) req.overheads = step_overheads(*in.engine);
+  else req.overheads.source = "none (the spec names no engine)";
+  req.moe_imbalance = req.overheads.moe_imbalance;
+  req.comm_sms = req.overheads.comm_sms;
+  req.links = links_for(hw, req.overheads);
+  req.w.compute = in.compute;
+  req.w.kv = in.kvs.front();
+  set_step_weights(req, m, std::nullopt);
+  req.w.par = Parallelism{in.roofline_step.tp, 1, 1};
+  const std::int64_t domain = hw.scale_up_domain_gpus;
+  if (in.roofline_step.tp > 1 && (domain <= 0 || hw.scale_up_bandwidth_per_direction.value <= 0)) {
+    why = hw.name + " has no scale-up domain or bandwidth in " + hw.source;
+    return std::nullopt;
+  }
+  if (!check_layout(m, req.w.par).ok()) {
+    why = check_layout(m, req.w.par).verdict.reason;
+    return std::nullopt;
+  }
+  req.gpus_per_node = std::min<std::int64_t>(std::max<std::int64_t>(domain, 1), req.w.par.ranks());
+  r.plan_request.base = req;
+  req.phase = Phase::decode;
+  set_step_batch(req, m, hw, {step_group(Phase::decode, in.batch, static_cast<double>(in.decode_context), 0)}, in.mem_util);
+  r.step = step_time(m, hw, rf, req);
+  PlanRequest& p = r.plan_request;
+  p.isl = in.serving_isl;
+  p.osl = in.serving_osl;
+  p.tpot_limit = in.serving_tpot;
+  p.max_gpus = domain > 0 ? in.serving_max_gpus : 1;
+  for (std::int64_t b = 1; b <= 1024; b *= 2) p.batches.push_back(b);
+  r.plan = plan_layouts(m, hw, rf, p);
+  return r;
+}
+
+}  // namespace mlaplan

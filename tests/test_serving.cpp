@@ -1,0 +1,356 @@
+// The whole-model serving step and the plan: worked examples with exact numbers, laws over every
+// bundled model, and the CLI contract (JSON keys, refusals).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+#include "mlaplan/core/serving.hpp"
+#include "mlaplan/io/efficiency_json.hpp"
+#include "mlaplan/io/error.hpp"
+#include "mlaplan/io/hardware_json.hpp"
+#include "mlaplan/io/csv_records.hpp"
+#include "mlaplan/io/registry.hpp"
+#include "mlaplan/io/serving_measurements.hpp"
+#include "mlaplan/io/table.hpp"
+
+namespace mlaplan {
+namespace {
+
+using nlohmann::json;
+
+const StepRow* row(const StepResult& r, StepComponent c) {
+  for (const StepRow& x : r.rows)
+    if (x.component == c) return &x;
+  return nullptr;
+}
+
+// A decode step of `batch` sequences at `context` keys on a layout, at speed of light.
+StepResult sol_step(const ModelSpec& m, const std::string& gpu, Parallelism par, std::int64_t batch, double context, Phase phase = Phase::decode) {
+  const HardwareSpec hw = load_gpu(gpu);
+  StepRequest req;
+  req.phase = phase;
+  req.w.par = par;
+  req.weights = default_weight_plan(m);  // DeepSeek-V3: fp8 linear weights, fp8 GEMMs and dispatch
+  req.w.groups = {phase == Phase::decode ? SequenceGroup{batch, 1, context - 1} : SequenceGroup{batch, context, 0}};
+  req.gpus_per_node = std::min<std::int64_t>(8, par.ranks());
+  req.links = links_for(hw, StepOverheads{});
+  return step_time(m, hw, roofline_for(hw, DType::bf16, Efficiency{}), req);
+}
+
+TEST_CASE("Experts touched and the probability a token reaches a group of experts", "[serving]") {
+  CHECK(experts_touched(2, 1) == Approx(1.0));
+  CHECK(experts_touched(4, 2) == Approx(4 * (1 - 0.75 * 0.75)));  // 1.75
+  CHECK(experts_touched(256, 0) == 0);
+  CHECK(experts_touched(256, 1e6) == Approx(256));
+  // 1 − C(224, 8) / C(256, 8): a token's 8 experts among 256, a group of 32 (one of 8 nodes).
+  double miss = 1;
+  for (int i = 0; i < 8; ++i) miss *= (224.0 - i) / (256.0 - i);
+  CHECK(group_hit_probability(256, 32, 8) == Approx(1 - miss));
+  CHECK(group_hit_probability(256, 256, 8) == 1);
+  CHECK(group_hit_probability(256, 2, 1) == Approx(2.0 / 256));
+}
+
+TEST_CASE("Worked example: DeepSeek-V3 decode on one GPU, MoE FLOPs and bytes by hand", "[serving]") {
+  const ModelSpec m = test::model("deepseek-v3");
+  const StepResult r = sol_step(m, "h200", Parallelism{1, 1, 1}, 128, 4096);
+  // 128 tokens x 8 experts = 1,024 token-expert pairs per MoE layer, 58 MoE layers:
+  // gate/up 2·1024·7168·4096 + down 2·1024·2048·7168 = 90,194,313,216 FLOPs per layer.
+  const StepRow* moe = row(r, StepComponent::routed_experts);
+  REQUIRE(moe);
+  CHECK(moe->layers == 58);
+  CHECK(moe->flops.value == Approx(58.0 * 90'194'313'216.0));
+  // Weights read: the experts 1,024 uniform pairs touch, 256·(1 − (255/256)^1024) = 251.3 of 256,
+  // each 3·7168·2048 fp8 bytes plus one fp32 scale per 128x128 block.
+  const double touched = 256 * (1 - std::pow(255.0 / 256, 1024));
+  CHECK(touched == Approx(251.348).epsilon(1e-5));
+  const double wb = 1 + 4.0 / (128 * 128);
+  const double gate_up = touched * 7168 * 4096 * wb + 1024 * 7168 * 2.0 + 1024 * 4096 * 2.0;
+  const double down = touched * 2048 * 7168 * wb + 1024 * 2048 * 2.0 + 1024 * 7168 * 2.0;
+  CHECK(moe->bytes.value == Approx(58 * (gate_up + down)));
+  // Dense layers: 3, each gate/up 2·128·7168·36864 + down 2·128·18432·7168 FLOPs.
+  const StepRow* dense = row(r, StepComponent::dense_mlp);
+  REQUIRE(dense);
+  CHECK(dense->flops.value == Approx(3.0 * (2.0 * 128 * 7168 * 36864 + 2.0 * 128 * 18432 * 7168)));
+  // lm_head over 128 tokens: 2·128·7168·129280.
+  CHECK(row(r, StepComponent::lm_head)->flops.value == Approx(2.0 * 128 * 7168 * 129280));
+  // One GPU: no communication.
+  CHECK(row(r, StepComponent::tp_allreduce) == nullptr);
+  CHECK(r.communication.value == 0);
+  CHECK(r.tokens_per_s_per_gpu == Approx(128 / r.step_time.value));
+  CHECK(r.tpot.value == Approx(r.step_time.value));
+}
+
+TEST_CASE("Worked example: TP all-reduce and EP all-to-all bytes", "[serving]") {
+  const ModelSpec m = test::model("deepseek-v3");
+  // TP8 decode, 64 sequences: a ring all-reduce sends 2·7/8·64·7168·2 B per call, two calls per layer
+  // (after attention and after the MLP), 61 layers; the logits gather 7/8·64·129280·4 B once.
+  const StepResult tp = sol_step(m, "h200", Parallelism{8, 1, 1}, 64, 4096);
+  const StepRow* ar = row(tp, StepComponent::tp_allreduce);
+  REQUIRE(ar);
+  CHECK(ar->link_bytes.value == Approx(2 * 61 * (2.0 * 7 / 8 * 64 * 7168 * 2) + 7.0 / 8 * 64 * 129280 * 4));
+  // NVLink at 450 GB/s per direction (H200 file), speed of light.
+  CHECK(ar->time.value == Approx(ar->link_bytes.value / 450e9));
+  CHECK(ar->bound_by == "nvlink");
+
+  // EP16 over two 8-GPU nodes, DP16 attention, decode (low latency): 16 tokens per rank, each to 8
+  // experts; 8/16 of them on the other node cross the network, 7/16 go over NVLink. fp8 dispatch
+  // (7168 + 7168/128·4 B), bf16 combine (7168·2 B).
+  const StepResult ep = sol_step(m, "h200", Parallelism{1, 16, 16}, 256, 4096);
+  const StepRow* d = row(ep, StepComponent::ep_dispatch);
+  const StepRow* c = row(ep, StepComponent::ep_combine);
+  REQUIRE(d);
+  REQUIRE(c);
+  const double per_token = 7168 * (1 + 4.0 / 128);
+  CHECK(d->link_bytes.value == Approx(58 * 16 * 8 * (8.0 / 16 + 7.0 / 16) * per_token));
+  CHECK(c->link_bytes.value == Approx(58 * 16 * 8 * (8.0 / 16 + 7.0 / 16) * 7168 * 2));
+  // The network (50 GB/s per GPU) is the bottleneck: time = network bytes / 50 GB/s.
+  CHECK(d->time.value == Approx(58 * 16 * 8 * (8.0 / 16) * per_token / 50e9));
+  CHECK(d->bound_by == "network");
+  // Prefill (normal mode) deduplicates per node: a token crosses the network once if any of its 8
+  // experts is on the other node.
+  const StepResult pf = sol_step(m, "h200", Parallelism{1, 16, 16}, 16, 1024, Phase::prefill);
+  const double hit = group_hit_probability(256, 128, 8);
+  CHECK(row(pf, StepComponent::ep_dispatch)->time.value == Approx(58 * 1024 * 1 * hit * per_token / 50e9));
+}
+
+TEST_CASE("MTP: tokens per step 1 + accepted drafts, TPOT the step over them", "[serving]") {
+  const ModelSpec m = test::model("deepseek-v3");
+  const HardwareSpec hw = load_gpu("h800");
+  StepRequest req;
+  req.w.par = Parallelism{1, 1, 1};
+  req.w.groups = {SequenceGroup{32, 2, 4094}};
+  req.w.spec_tokens = 1;
+  req.mtp_draft = 1;
+  req.mtp_accept = 0.8;
+  const StepResult r = step_time(m, hw, roofline_for(hw, DType::bf16, Efficiency{}), req);
+  CHECK(r.output_tokens == Approx(32 * 1.8));
+  CHECK(r.tpot.value == Approx(r.step_time.value / 1.8));
+  const StepRow* mtp = row(r, StepComponent::mtp);
+  REQUIRE(mtp);
+  CHECK(mtp->layers == 1);
+  // Two drafts: 1 + 0.8 + 0.64 tokens per step.
+  req.mtp_draft = 2;
+  req.w.groups = {SequenceGroup{32, 3, 4093}};
+  const StepResult r2 = step_time(m, hw, roofline_for(hw, DType::bf16, Efficiency{}), req);
+  CHECK(r2.output_tokens == Approx(32 * 2.44));
+  CHECK(row(r2, StepComponent::mtp)->layers == 2);
+}
+
+TEST_CASE("Every bundled model: components add up, calibrated is no faster than speed of light, more is slower", "[serving][property]") {
+  const HardwareSpec hw = load_gpu("h100");
+  const Roofline cal = default_roofline(hw, DType::bf16, bundled_efficiency());
+  const Roofline sol = speed_of_light(cal);
+  for (const ModelSpec& m : test::all_models()) {
+    INFO(m.name);
+    for (Phase phase : {Phase::decode, Phase::prefill}) {
+      for (Parallelism par : {Parallelism{1, 1, 1}, Parallelism{2, 2, 1}, Parallelism{1, 4, m.moe ? 4 : 1}}) {
+        if (!check_layout(m, par).ok()) continue;
+        StepRequest req;
+        req.phase = phase;
+        req.w.par = par;
+        req.gpus_per_node = 8;
+        req.links = links_for(hw, StepOverheads{});
+        req.overheads.per_step_decode = Seconds{1e-3};
+        req.overheads.per_step_prefill = Seconds{2e-3};
+        req.w.groups = {phase == Phase::decode ? SequenceGroup{16, 1, 2047} : SequenceGroup{4, 512, 0}};
+        const StepResult a = step_time(m, hw, cal, req);
+        const StepResult s = step_time(m, hw, sol, req);
+        double sum = 0;
+        for (const StepRow& r : a.rows) sum += r.time.value;
+        CHECK(sum == Approx(a.compute.value + a.communication.value + a.overhead.value));
+        CHECK(a.step_time.value == Approx(a.compute.value + a.communication.value + a.overhead.value));
+        CHECK(a.overhead.value == (phase == Phase::decode ? 1e-3 : 2e-3));
+        CHECK(a.step_time >= s.step_time);
+        CHECK(s.step_time.value == Approx(s.step_bound.value + s.overhead.value));
+        for (const StepRow& r : a.rows) CHECK(r.time.value >= r.bound.value * (1 - 1e-9));
+        // Twice the batch costs more time, and no less throughput per GPU at speed of light in decode.
+        StepRequest twice = req;
+        twice.w.groups[0].count *= 2;
+        const StepResult b = step_time(m, hw, cal, twice);
+        CHECK(b.step_time > a.step_time);
+        if (phase == Phase::decode) CHECK(step_time(m, hw, sol, twice).tokens_per_s_per_gpu >= s.tokens_per_s_per_gpu * (1 - 1e-9));
+        CHECK(a.tokens_per_s_per_gpu == Approx((phase == Phase::decode ? a.output_tokens : a.input_tokens) / a.step_time.value / static_cast<double>(a.gpus)));
+      }
+    }
+  }
+}
+
+TEST_CASE("Two-batch overlap hides the shorter of compute and communication", "[serving]") {
+  const ModelSpec m = test::model("deepseek-v3");
+  const HardwareSpec hw = load_gpu("h800");
+  StepRequest req;
+  req.phase = Phase::prefill;
+  req.w.par = Parallelism{1, 32, 32};
+  req.w.groups = {SequenceGroup{128, 4096, 0}};
+  req.gpus_per_node = 8;
+  req.links = links_for(hw, StepOverheads{});
+  const Roofline rf = roofline_for(hw, DType::bf16, Efficiency{});
+  req.two_batch_overlap = true;
+  const StepResult t = step_time(m, hw, rf, req);
+  CHECK(t.overlap_saving.value > 0);
+  double hidden = 0;
+  for (const LayerKindRow& k : t.layer_kinds)
+    hidden += static_cast<double>(k.count) * (k.compute.value + k.communication.value - std::max(k.compute.value, k.communication.value));
+  CHECK(t.overlap_saving.value == Approx(hidden));
+  CHECK(t.step_time.value == Approx(t.compute.value + t.communication.value - t.overlap_saving.value));
+}
+
+TEST_CASE("step CLI: JSON keys, memory check and refusals", "[serving][cli]") {
+  const test::Run r = test::run("step --model deepseek-v3 --gpu h200 --tp 8 --batch 64 --context 4096 --format json");
+  REQUIRE(r.code == 0);
+  const json j = json::parse(r.out);
+  for (const char* k : {"step_time_s", "tokens_per_s_per_gpu", "tpot_s", "time_model", "eta_source", "attention_path", "fits", "components", "layers"})
+    CHECK(j.contains(k));
+  CHECK(j["time_model"] == "calibrated");
+  CHECK(j["fits"] == true);
+  CHECK(j["components"].size() >= 8);
+  const json p = json::parse(test::run("step --model deepseek-v3 --gpu h200 --tp 8 --phase prefill --batch 2 --context 8k --format json").out);
+  CHECK(p.contains("ttft_s"));
+  CHECK(p["attention_path"].get<std::string>().rfind("expand", 0) == 0);
+  // Too many sequences for the memory: still timed, with the reason.
+  const json big = json::parse(test::run("step --model deepseek-v3 --gpu h200 --tp 8 --batch 4096 --context 128k --format json").out);
+  CHECK(big["fits"] == false);
+  CHECK(big["reason"].get<std::string>().find("tokens of cache per GPU") != std::string::npos);
+
+  test::expect_refusal("step --model llama-3.1-8b --mtp 1", "--mtp: value '1': meta-llama/Llama-3.1-8B has no MTP module (num_nextn_predict_layers is 0)");
+  test::expect_refusal("step --tp 8 --gpus 16", "--gpus: value '16': the layout TP8 DP1 EP1 runs on 8 GPUs (TP x DP)");
+  test::expect_refusal("step --tp 8 --ep-mode normal", "--ep-mode: value 'normal': no all-to-all without --ep > 1");
+  test::expect_refusal("step --phase both", "--phase: value 'both': expected prefill or decode");
+  test::expect_refusal("step --tp 8 --nodes 3", "--nodes: value '3': expected a divisor of the 8 GPUs");
+  test::expect_refusal("step --tp 16 --nodes 1", "--nodes: value '1': 16 GPUs per node exceed H200 SXM 141GB's scale-up domain of 8");
+  test::expect_refusal("step --mtp-accept 1.5", "--mtp-accept: value '1.5': expected a probability in [0, 1]");
+  test::expect_refusal("step --context 1k --query 2", "--context: value '1024': give --context, or --query/--prefix/--mix, not both");
+  test::expect_refusal("step --moe-imbalance 0.5", "--moe-imbalance: value '0.5': expected a ratio from 1 to 1000");
+  test::expect_refusal("step --gpu l40s --tp 2 --model llama-3.1-8b",
+                       "hardware/nvidia-l40s.json: key 'scale_up_domain_gpus' = (absent): 2 GPUs need the GPUs per scale-up domain; give --nodes");
+}
+
+TEST_CASE("plan answers DeepSeek-R1 on H200, 4K in / 1K out, TPOT <= 50 ms, in under a second", "[serving][cli]") {
+  const auto t0 = std::chrono::steady_clock::now();
+  const test::Run r = test::run("plan --model deepseek-r1 --gpu h200 --isl 4096 --osl 1024 --tpot-ms 50 --rate 20 --format json");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(r.code == 0);
+  CHECK(s < 5);  // generous under sanitizers; the release build takes well under a second
+  const json j = json::parse(r.out);
+  REQUIRE(j["best_tpot_s"].is_number());
+  CHECK(j["best_tpot_s"].get<double>() <= 0.050);
+  CHECK(j["pareto"].size() >= 3);
+  CHECK(j["fewest_gpus_for_rate"].is_number());
+  // The Pareto front: TPOT rises as throughput rises.
+  double last_tpot = 0, last_tps = 0;
+  for (const json& row : j["pareto"]) {
+    CHECK(row["tpot_s"].get<double>() >= last_tpot);
+    CHECK(row["tokens_per_s_per_gpu"].get<double>() >= last_tps);
+    last_tpot = row["tpot_s"], last_tps = row["tokens_per_s_per_gpu"];
+  }
+  // The memory-only question.
+  const json mem = json::parse(test::run("plan --model deepseek-r1 --gpu h200 --sequences 256 --context 32k --format json").out);
+  REQUIRE(mem["fewest_gpus"].is_number());
+  for (const json& row : mem["layouts"])
+    if (row["holds"] == true) CHECK(row["gpus"] == mem["fewest_gpus"]);
+  test::expect_refusal("plan --sequences 10", "--sequences: value '10': give --context, the tokens each sequence holds");
+  test::expect_refusal("plan --sequences 10 --context 1k --tpot-ms 5", "--tpot-ms: value '5': --sequences asks the memory-only question; leave the serving targets out");
+  test::expect_refusal("plan --tpot-ms -1", "--tpot-ms: value '-1': expected milliseconds in (0, 1e7]");
+}
+
+TEST_CASE("Link and overhead inputs are checked", "[serving][hostile]") {
+  json hw = json::parse(R"({"name": "X", "vendor": "v", "memory_capacity_bytes": {"value": 1e9, "source": "s"},
+    "memory_bandwidth_tb_per_s": {"value": 1, "source": "s"}, "dense_peak_tflops": {"bf16": {"value": 100, "source": "s"}},
+    "scale_up_domain_gpus": {"value": 1.5, "source": "s"}})");
+  CHECK_THROWS_WITH(parse_hardware(hw, "x.json"), "x.json: key 'scale_up_domain_gpus' = 1.5: expected a whole number of GPUs from 1 to 10^6");
+  hw["scale_up_domain_gpus"]["value"] = 0;
+  CHECK_THROWS_WITH(parse_hardware(hw, "x.json"), Catch::Contains("scale_up_domain_gpus"));
+  hw["scale_up_domain_gpus"]["value"] = 72;
+  hw["scale_out_bandwidth_gb_per_s_per_direction"] = {{"value", 100}, {"source", "s"}};
+  const HardwareSpec ok = parse_hardware(hw, "x.json");
+  CHECK(ok.scale_up_domain_gpus == 72);
+  CHECK(ok.scale_out_bandwidth_per_direction.value == 100e9);
+  CHECK(hardware_to_json(ok)["scale_out_bandwidth_gb_per_s_per_direction"]["value"] == 100);
+}
+
+}  // namespace
+}  // namespace mlaplan
+
+namespace mlaplan {
+namespace {
+
+const std::string kServingDir = std::string(MLAPLAN_TEST_SOURCE_DIR) + "/validate/published/serving";
+
+TEST_CASE("Serving measurements: each row's command prints the prediction, and the results file is current", "[serving][validate]") {
+  const std::vector<ServingCheck> checks = check_serving(read_serving_measurements(kServingDir));
+  REQUIRE(checks.size() >= 30);
+  // The committed results (the README's table) are what the current model predicts.
+  const auto committed = parse_csv(read_text(std::string(MLAPLAN_TEST_SOURCE_DIR) + "/validate/results/serving/serving.csv"));
+  // The rows' table follows the summary fields: its header is the row that starts with "id".
+  std::size_t line = 0;
+  while (line < committed.size() && committed[line].front() != "id") ++line;
+  REQUIRE(committed.size() >= line + checks.size() + 1);
+  const auto header = committed[line];
+  const auto col = [&](const std::string& k) { return static_cast<std::size_t>(std::find(header.begin(), header.end(), k) - header.begin()); };
+  std::vector<double> totals;
+  for (const ServingCheck& c : checks) {
+    INFO(c.row.id << ": mlaplan " << c.command);
+    while (line < committed.size() && committed[line][col("id")] != c.row.id) ++line;
+    REQUIRE(line < committed.size());
+    CHECK(std::stod(committed[line][col("predicted")]) == Approx(c.predicted).epsilon(1e-6));
+    if (c.row.role == "total") totals.push_back(std::abs(c.error));
+    // The command a reader copies prints the same number.
+    if (c.row.role != "total" || c.row.metric == "moe_layer_s") continue;
+    const test::Run r = test::run(c.command + " --format json");
+    REQUIRE(r.code == 0);
+    const json j = json::parse(r.out);
+    const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
+    CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
+  }
+  // The published error: median of the totals within 15% (README, Validation).
+  std::sort(totals.begin(), totals.end());
+  CHECK(totals[totals.size() / 2] <= 0.15);
+}
+
+std::string serving_error(const std::string& text) {
+  try {
+    (void)parse_serving_csv(text, "s.csv");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST_CASE("Serving measurement CSVs: hostile input is refused naming the row and column", "[serving][hostile]") {
+  const std::string header =
+      "id,kind,role,model,gpu,engine,phase,tp,dp,ep,nodes,batch,context,isl,osl,mtp,mtp_accept,tbo,comm_sms,moe_imbalance,weight_dtype,kv_dtype,metric,"
+      "measured,confidence,source\n";
+  const std::string good = "a,step,total,deepseek-v3,h800,none,decode,1,8,8,1,64,4096,,,,,false,,,,,tokens_per_s_per_gpu,100,H,src\n";
+  CHECK(serving_error(header + good) == "(accepted)");
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string row = good;
+    row.replace(row.find(from), from.size(), to);
+    return serving_error(header + row);
+  };
+  CHECK(serving_error("") == "s.csv: empty file: expected a header row and data rows");
+  CHECK(serving_error(header) == "s.csv: no data rows under the header");
+  CHECK(serving_error("id,kind\n") == "s.csv: key 'header' = role: missing column");
+  CHECK(with("tokens_per_s_per_gpu", "tokens_per_gpu").rfind("s.csv, row 2: key 'metric' = tokens_per_gpu: expected one of", 0) == 0);
+  CHECK(with(",false,", ",yes,") == "s.csv, row 2: key 'tbo' = yes: expected true or false");
+  CHECK(with(",false,,", ",false,20,") == "s.csv, row 2: key 'comm_sms' = 20: applies with tbo true");
+  CHECK(with(",100,H", ",0,H") == "s.csv, row 2: key 'measured' = 0: expected a positive number");
+  CHECK(with(",100,H", ",-1,H") == "s.csv, row 2: key 'measured' = -1: expected a number from 0 to 1000000000000");
+  CHECK(with(",8,8,1,", ",8,8,3,") == "s.csv, row 2: key 'nodes' = 3: expected a divisor of the 8 GPUs (TP x DP)");
+  CHECK(with(",4096,,,", ",4096,128,,") == "s.csv, row 2: key 'isl' = 128: isl and osl belong to plan rows");
+  CHECK(with(",H,src", ",X,src") == "s.csv, row 2: key 'confidence' = X: expected one of H, M, L; did you mean 'H'?");
+  CHECK(with(",4096,", ",1.5,") == "s.csv, row 2: key 'context' = 1.5: expected a whole number");
+  CHECK(with("step,", "simulate,").rfind("s.csv, row 2: key 'kind' = simulate: expected one of step, plan", 0) == 0);
+  CHECK(with(",,,,,false", ",,,0,0.5,false") == "s.csv, row 2: key 'mtp_accept' = 0.5: no draft tokens to accept (mtp is 0)");
+  // Rows that parse but name what does not exist are refused when reproduced.
+  const auto rows = parse_serving_csv(header + "a,step,total,deepseek-v3,h800,vllm@0.1,decode,1,8,8,1,64,4096,,,,,false,,,,,tpot_s,0.01,H,src\n", "s.csv");
+  CHECK_THROWS_AS(check_serving(rows), InputError);
+  const auto mtp = parse_serving_csv(header + "a,step,total,llama-3.1-8b,h100,none,decode,1,1,1,1,8,96,,,1,0.5,false,,,,,tpot_s,0.01,H,src\n", "s.csv");
+  CHECK_THROWS_WITH(check_serving(mtp), "s.csv (row 'a'): key 'mtp' = 1: meta-llama/Llama-3.1-8B has no MTP module");
+}
+
+}  // namespace
+}  // namespace mlaplan
