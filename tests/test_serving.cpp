@@ -179,6 +179,34 @@ TEST_CASE("Every bundled model: components add up, calibrated is no faster than 
   }
 }
 
+TEST_CASE("Two-batch overlap needs two sequences on a rank, and never adds time", "[serving]") {
+  const ModelSpec m = test::model("deepseek-v3");
+  const HardwareSpec hw = load_gpu("h800");
+  const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
+  for (std::int64_t per_rank : {1, 2, 3, 16}) {
+    for (Phase phase : {Phase::prefill, Phase::decode}) {
+      StepRequest req;
+      req.phase = phase;
+      req.w.par = Parallelism{1, 32, 32};
+      req.weights = default_weight_plan(m);
+      req.w.groups = {step_group(phase, 32 * per_rank, 4096, 0)};
+      req.gpus_per_node = 8;
+      req.links = links_for(hw, StepOverheads{});
+      const StepResult off = step_time(m, hw, rf, req);
+      req.two_batch_overlap = true;
+      const StepResult on = step_time(m, hw, rf, req);
+      INFO(per_rank << " per rank, " << to_string(phase));
+      if (per_rank == 1) {
+        CHECK(on.step_time.value == Approx(off.step_time.value));  // nothing to split
+      } else {
+        // Each layer takes at least the compute and the communication of both micro-batches.
+        for (const LayerKindRow& k : on.layer_kinds) CHECK(k.time >= std::max(k.compute, k.communication));
+      }
+      CHECK(on.step_bound <= on.step_time);
+    }
+  }
+}
+
 TEST_CASE("Two-batch overlap hides the shorter of compute and communication", "[serving]") {
   const ModelSpec m = test::model("deepseek-v3");
   const HardwareSpec hw = load_gpu("h800");
@@ -225,6 +253,12 @@ TEST_CASE("step CLI: JSON keys, memory check and refusals", "[serving][cli]") {
   test::expect_refusal("step --mtp-accept 1.5", "--mtp-accept: value '1.5': expected a probability in [0, 1]");
   test::expect_refusal("step --context 1k --query 2", "--context: value '1024': give --context, or --query/--prefix/--mix, not both");
   test::expect_refusal("step --moe-imbalance 0.5", "--moe-imbalance: value '0.5': expected a ratio from 1 to 1000");
+  test::expect_refusal("step --tp 1 --dp 32 --ep 32 --batch 1", "--batch: value '1': 1 sequence for DP 32: every replica needs one");
+  test::expect_refusal("step --mtp 2 --query 1 --prefix 4000", "--query: value '1': a decode step with --mtp 2 verifies 3 tokens per sequence");
+  test::expect_refusal("step --tp 8 --moe-imbalance 2", "--moe-imbalance: value '2': the busiest EP rank: give --ep > 1");
+  test::expect_refusal("step --dp 8 --ep 8 --tbo --comm-sms 20 --batch 64",
+                       "--comm-sms: value '20': decode uses the low-latency all-to-all, which holds no SMs; --comm-sms is for the normal kind");
+  test::expect_refusal("step --dp 8 --ep 8 --comm-sms 20 --batch 64 --phase prefill", "--comm-sms: value '20': applies with --tbo");
   test::expect_refusal("step --gpu l40s --tp 2 --model llama-3.1-8b",
                        "hardware/nvidia-l40s.json: key 'scale_up_domain_gpus' = (absent): 2 GPUs need the GPUs per scale-up domain; give --nodes");
 }
@@ -253,8 +287,12 @@ TEST_CASE("plan answers DeepSeek-R1 on H200, 4K in / 1K out, TPOT <= 50 ms, in u
   for (const json& row : mem["layouts"])
     if (row["holds"] == true) CHECK(row["gpus"] == mem["fewest_gpus"]);
   test::expect_refusal("plan --sequences 10", "--sequences: value '10': give --context, the tokens each sequence holds");
-  test::expect_refusal("plan --sequences 10 --context 1k --tpot-ms 5", "--tpot-ms: value '5': --sequences asks the memory-only question; leave the serving targets out");
+  test::expect_refusal("plan --sequences 10 --context 1k --tpot-ms 5", "--tpot-ms: value '5': --sequences asks the memory-only question; it takes no serving flags");
   test::expect_refusal("plan --tpot-ms -1", "--tpot-ms: value '-1': expected milliseconds in (0, 1e7]");
+  test::expect_refusal("plan --max-gpus 96", "--max-gpus: value '96': expected a power of two (layouts of 1, 2, 4, ... GPUs are tried)");
+  test::expect_refusal("plan --sequences 5 --context 1k --tbo", "--tbo: value 'true': --sequences asks the memory-only question; it takes no serving flags");
+  // Layout-dependent serving flags apply per layout in a plan.
+  CHECK(test::run("plan --tbo --ep-mode normal --max-gpus 8 --format json").code == 0);
 }
 
 TEST_CASE("Link and overhead inputs are checked", "[serving][hostile]") {

@@ -31,11 +31,13 @@ Document plan(const PlanFlags& f, CLI::App* app, Context& ctx) {
   const ModelSpec m = f.model.load(ctx);
   const RooflineUsed r = f.roofline.resolve();
   const std::int64_t max_gpus = positive("--max-gpus", f.max_gpus, 4096);
+  if ((max_gpus & (max_gpus - 1)) != 0) fail_flag("--max-gpus", std::to_string(max_gpus), "expected a power of two (layouts of 1, 2, 4, ... GPUs are tried)");
   const KvDtype kv = resolve_kv_dtype(ctx, f.kv_dtype, m);
   const std::optional<WeightDtype> wd = f.weight_dtype.empty() ? std::nullopt : std::optional<WeightDtype>(resolve_weight_dtype(f.weight_dtype));
   if (app->count("--sequences")) {
-    for (const char* flag : {"--ttft-ms", "--tpot-ms", "--rate", "--isl", "--osl"})
-      if (app->count(flag)) fail_flag(flag, app->get_option(flag)->as<std::string>(), "--sequences asks the memory-only question; leave the serving targets out");
+    for (const char* flag : {"--ttft-ms", "--tpot-ms", "--rate", "--isl", "--osl", "--engine", "--mtp", "--mtp-accept", "--moe-imbalance", "--tbo",
+                             "--comm-sms", "--ep-mode", "--max-batch", "--dtype", "--eta-compute", "--eta-memory", "--sol", "--launch-us"})
+      if (app->count(flag)) fail_flag(flag, app->get_option(flag)->as<std::string>(), "--sequences asks the memory-only question; it takes no serving flags");
     if (!app->count("--context")) fail_flag("--sequences", std::to_string(f.sequences), "give --context, the tokens each sequence holds");
     CapacityRequest base;
     base.kv_dtype = kv;
@@ -48,7 +50,7 @@ Document plan(const PlanFlags& f, CLI::App* app, Context& ctx) {
   if (app->count("--context")) fail_flag("--context", std::to_string(f.context), "goes with --sequences; a serving plan takes --isl and --osl");
   PlanRequest req;
   // The layout is searched: resolve the serving flags against one GPU, then let the search set it.
-  req.base = f.serving.resolve(m, r.hw, Parallelism{}, app);
+  req.base = f.serving.resolve(m, r.hw, Parallelism{}, app, true);
   req.base.w.compute = r.compute;
   req.base.w.kv = kv;
   set_step_weights(req.base, m, wd);
@@ -64,7 +66,9 @@ Document plan(const PlanFlags& f, CLI::App* app, Context& ctx) {
   if (app->count("--rate") && !(f.rate > 0 && f.rate <= 1e9)) fail_flag("--rate", fmt::format("{}", f.rate), "expected requests per second in (0, 1e9]");
   req.rate = f.rate;
   req.max_gpus = max_gpus;
-  for (std::int64_t b = 1; b <= positive("--max-batch", f.max_batch, 1 << 20); b *= 2) req.batches.push_back(b);
+  const std::int64_t max_batch = positive("--max-batch", f.max_batch, 1 << 20);
+  if ((max_batch & (max_batch - 1)) != 0) fail_flag("--max-batch", std::to_string(max_batch), "expected a power of two (batches 1, 2, 4, ... are tried)");
+  for (std::int64_t b = 1; b <= max_batch; b *= 2) req.batches.push_back(b);
   const PlanResult st = plan_layouts(m, r.hw, r.rf, req);
   return plan_document(m, r, req, st, req.base.engine_label);
 }
@@ -76,7 +80,7 @@ void register_plan_command(CLI::App& app, Context& ctx) {
   CLI::App* c = app.add_subcommand("plan", "layouts and batches that fit and meet TTFT/TPOT targets: Pareto front, best layout, GPUs for a rate");
   add_model_flags(c, f->model);
   add_roofline_flags(c, f->roofline);
-  add_serving_flags(c, f->serving);
+  add_serving_flags(c, f->serving, true);
   c->add_option("--isl", f->isl, "input tokens per request")->capture_default_str();
   c->add_option("--osl", f->osl, "output tokens per request")->capture_default_str();
   c->add_option("--ttft-ms", f->ttft_ms, "time-to-first-token target in ms (default: none)");

@@ -12,13 +12,15 @@
 
 namespace mlaplan::cli {
 
-void add_serving_flags(CLI::App* app, ServingFlags& f) {
+void add_serving_flags(CLI::App* app, ServingFlags& f, bool layout_searched) {
   app->add_option("--engine", f.engine,
                   "vllm | sglang | trtllm[@VERSION]: its attention dispatch rule and its per-step overheads (engines/); none: the fastest "
                   "attention path and no overhead")
       ->capture_default_str();
-  app->add_option("--gpus", f.gpus, "GPUs in the deployment (default TP x DP; must equal it)");
-  app->add_option("--nodes", f.nodes, "nodes the GPUs span (default: as few as the GPU's scale-up domain allows)");
+  if (!layout_searched) {
+    app->add_option("--gpus", f.gpus, "GPUs in the deployment (default TP x DP; must equal it)");
+    app->add_option("--nodes", f.nodes, "nodes the GPUs span (default: as few as the GPU's scale-up domain allows)");
+  }
   app->add_option("--mtp", f.mtp, "speculative decoding with the MTP module: draft tokens per step (default 0; 1 with --mtp-accept)");
   app->add_option("--mtp-accept", f.mtp_accept, "probability each MTP draft token is accepted (default 0.8 when --mtp is given)");
   app->add_option("--moe-imbalance", f.moe_imbalance, "routed pairs on the busiest EP rank over the mean (default: the engine profile's, else 1)");
@@ -28,27 +30,30 @@ void add_serving_flags(CLI::App* app, ServingFlags& f) {
       ->capture_default_str();
 }
 
-StepRequest ServingFlags::resolve(const ModelSpec& m, const HardwareSpec& hw, const Parallelism& par, CLI::App* app) const {
+StepRequest ServingFlags::resolve(const ModelSpec& m, const HardwareSpec& hw, const Parallelism& par, CLI::App* app, bool layout_searched) const {
   StepRequest req;
   req.w.par = par;
   const std::int64_t ranks = par.ranks();
-  if (app->count("--gpus") && gpus != ranks)
-    fail_flag("--gpus", std::to_string(gpus), fmt::format("the layout {} runs on {} GPUs (TP x DP)", to_string(par), ranks));
-  if (ranks > 1 && hw.scale_up_domain_gpus <= 0 && !app->count("--nodes"))
-    fail_key(hw.source, "scale_up_domain_gpus", "(absent)", fmt::format("{} GPUs need the GPUs per scale-up domain; give --nodes", ranks));
-  std::int64_t per_node = hw.scale_up_domain_gpus > 0 ? std::min(hw.scale_up_domain_gpus, ranks) : ranks;
-  if (app->count("--nodes")) {
-    if (nodes < 1 || nodes > ranks || ranks % nodes != 0)
-      fail_flag("--nodes", std::to_string(nodes), fmt::format("expected a divisor of the {} GPUs", ranks));
-    per_node = ranks / nodes;
-    if (hw.scale_up_domain_gpus > 0 && per_node > hw.scale_up_domain_gpus)
-      fail_flag("--nodes", std::to_string(nodes), fmt::format("{} GPUs per node exceed {}'s scale-up domain of {}", per_node, hw.name, hw.scale_up_domain_gpus));
+  auto given = [&](const char* flag) { return app->get_option_no_throw(flag) != nullptr && app->count(flag) > 0; };
+  if (!layout_searched) {
+    if (given("--gpus") && gpus != ranks)
+      fail_flag("--gpus", std::to_string(gpus), fmt::format("the layout {} runs on {} GPUs (TP x DP)", to_string(par), ranks));
+    if (ranks > 1 && hw.scale_up_domain_gpus <= 0 && !given("--nodes"))
+      fail_key(hw.source, "scale_up_domain_gpus", "(absent)", fmt::format("{} GPUs need the GPUs per scale-up domain; give --nodes", ranks));
+    std::int64_t per_node = hw.scale_up_domain_gpus > 0 ? std::min(hw.scale_up_domain_gpus, ranks) : ranks;
+    if (given("--nodes")) {
+      if (nodes < 1 || nodes > ranks || ranks % nodes != 0)
+        fail_flag("--nodes", std::to_string(nodes), fmt::format("expected a divisor of the {} GPUs", ranks));
+      per_node = ranks / nodes;
+      if (hw.scale_up_domain_gpus > 0 && per_node > hw.scale_up_domain_gpus)
+        fail_flag("--nodes", std::to_string(nodes), fmt::format("{} GPUs per node exceed {}'s scale-up domain of {}", per_node, hw.name, hw.scale_up_domain_gpus));
+    }
+    req.gpus_per_node = per_node;
+    if (ranks > per_node && hw.scale_out_bandwidth_per_direction.value <= 0)
+      fail_key(hw.source, "scale_out_bandwidth_gb_per_s_per_direction", "(absent)", fmt::format("{} GPUs span more than one node", ranks));
+    if (ranks > 1 && hw.scale_up_bandwidth_per_direction.value <= 0)
+      fail_key(hw.source, "scale_up_bandwidth_gb_per_s_per_direction", "(absent)", fmt::format("{} GPUs communicate", ranks));
   }
-  req.gpus_per_node = per_node;
-  if (ranks > per_node && hw.scale_out_bandwidth_per_direction.value <= 0)
-    fail_key(hw.source, "scale_out_bandwidth_gb_per_s_per_direction", "(absent)", fmt::format("{} GPUs span more than one node", ranks));
-  if (ranks > 1 && hw.scale_up_bandwidth_per_direction.value <= 0)
-    fail_key(hw.source, "scale_up_bandwidth_gb_per_s_per_direction", "(absent)", fmt::format("{} GPUs communicate", ranks));
 
   const StepEngine e = load_step_engine(engine, m);
   apply_step_engine(req, e);
@@ -56,6 +61,7 @@ StepRequest ServingFlags::resolve(const ModelSpec& m, const HardwareSpec& hw, co
   if (app->count("--moe-imbalance")) {
     if (!(moe_imbalance >= 1 && moe_imbalance <= 1000)) fail_flag("--moe-imbalance", fmt::format("{}", moe_imbalance), "expected a ratio from 1 to 1000");
     if (!m.moe) fail_flag("--moe-imbalance", fmt::format("{}", moe_imbalance), fmt::format("{} has no routed experts", m.name));
+    if (!layout_searched && par.ep <= 1) fail_flag("--moe-imbalance", fmt::format("{}", moe_imbalance), "the busiest EP rank: give --ep > 1");
     req.moe_imbalance = moe_imbalance;
   }
   req.links = links_for(hw, req.overheads);
@@ -71,17 +77,18 @@ StepRequest ServingFlags::resolve(const ModelSpec& m, const HardwareSpec& hw, co
     req.mtp_accept = accept_given ? mtp_accept : 0.8;
   }
   req.two_batch_overlap = tbo;
-  if (app->count("--comm-sms")) {
-    if (!tbo) fail_flag("--comm-sms", std::to_string(comm_sms), "applies with --tbo");
-    if (comm_sms < 0 || comm_sms >= hw.sm_count) fail_flag("--comm-sms", std::to_string(comm_sms), fmt::format("expected SMs from 0 to {} (the GPU's)", hw.sm_count - 1));
-    req.comm_sms = static_cast<double>(comm_sms);
-  }
   if (ep_mode == "auto") req.ep_mode = EpMode::automatic;
   else if (ep_mode == "normal") req.ep_mode = EpMode::normal;
   else if (ep_mode == "low-latency" || ep_mode == "low_latency") req.ep_mode = EpMode::low_latency;
   else fail_flag("--ep-mode", ep_mode, "expected auto, normal or low-latency");
-  if (app->count("--ep-mode") && par.ep <= 1) fail_flag("--ep-mode", ep_mode, "no all-to-all without --ep > 1");
-  if (tbo && par.ranks() <= 1) fail_flag("--tbo", "true", "one GPU has no communication to overlap");
+  if (!layout_searched && app->count("--ep-mode") && par.ep <= 1) fail_flag("--ep-mode", ep_mode, "no all-to-all without --ep > 1");
+  if (!layout_searched && tbo && par.ranks() <= 1) fail_flag("--tbo", "true", "one GPU has no communication to overlap");
+  if (app->count("--comm-sms")) {
+    if (!tbo) fail_flag("--comm-sms", std::to_string(comm_sms), "applies with --tbo");
+    if (comm_sms < 0 || comm_sms >= hw.sm_count) fail_flag("--comm-sms", std::to_string(comm_sms), fmt::format("expected SMs from 0 to {} (the GPU's)", hw.sm_count - 1));
+    if (req.ep_mode == EpMode::low_latency) fail_flag("--comm-sms", std::to_string(comm_sms), "low-latency all-to-all holds no SMs; --comm-sms is for the normal kind");
+    req.comm_sms = static_cast<double>(comm_sms);
+  }
   return req;
 }
 
@@ -106,7 +113,7 @@ Document step(const StepFlags& f, CLI::App* app, Context& ctx) {
   const ModelSpec m = f.model.load(ctx);
   const Parallelism par = f.layout.resolve(m);
   const RooflineUsed r = f.roofline.resolve();
-  StepRequest req = f.serving.resolve(m, r.hw, par, app);
+  StepRequest req = f.serving.resolve(m, r.hw, par, app, false);
   if (f.phase == "prefill") req.phase = Phase::prefill;
   else if (f.phase != "decode") fail_flag("--phase", f.phase, "expected prefill or decode");
   const bool shaped = app->count("--query") || app->count("--prefix") || app->count("--mix");
@@ -131,6 +138,20 @@ Document step(const StepFlags& f, CLI::App* app, Context& ctx) {
     }
     req.w.groups = {g};
   }
+  // Every DP replica holds a sequence (a rank without one would be timed as if it had one), and a
+  // decode step with MTP verifies 1 + draft tokens per sequence.
+  std::int64_t sequences = 0;
+  for (const SequenceGroup& g : req.w.groups) sequences += g.count;
+  if (sequences < par.dp)
+    fail_flag(f.mix.empty() ? "--batch" : "--mix", f.mix.empty() ? std::to_string(f.batch) : f.mix,
+              fmt::format("{} sequence{} for DP {}: every replica needs one", sequences, sequences == 1 ? "" : "s", par.dp));
+  if (req.phase == Phase::decode && req.mtp_draft > 0)
+    for (const SequenceGroup& g : req.w.groups)
+      if (g.query != 1.0 + static_cast<double>(req.mtp_draft))
+        fail_flag(f.mix.empty() ? "--query" : "--mix", f.mix.empty() ? fmt::format("{}", f.query) : f.mix,
+                  fmt::format("a decode step with --mtp {} verifies {} tokens per sequence", req.mtp_draft, 1 + req.mtp_draft));
+  if (app->count("--comm-sms") && req.phase == Phase::decode && req.ep_mode == EpMode::automatic)
+    fail_flag("--comm-sms", std::to_string(f.serving.comm_sms), "decode uses the low-latency all-to-all, which holds no SMs; --comm-sms is for the normal kind");
   double longest = 0;
   for (const SequenceGroup& g : req.w.groups) longest = std::max(longest, g.prefix + g.query);
   warn_context(ctx, m, "--context", fmt::format("{}", longest), longest);
@@ -151,7 +172,7 @@ void register_step_command(CLI::App& app, Context& ctx) {
   add_model_flags(c, f->model);
   add_layout_flags(c, f->layout, true);
   add_roofline_flags(c, f->roofline);
-  add_serving_flags(c, f->serving);
+  add_serving_flags(c, f->serving, false);
   c->add_option("--phase", f->phase, "prefill | decode")->capture_default_str();
   c->add_option("--batch,-b", f->batch, "sequences in the step, whole deployment (DP replicas split them)")->capture_default_str();
   c->add_option("--context", f->context, "decode: keys per sequence; prefill: prompt tokens per sequence")->capture_default_str();

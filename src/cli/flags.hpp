@@ -109,9 +109,11 @@ struct ServingFlags {
   std::int64_t comm_sms = 0;
   std::string ep_mode = "auto";
   // Everything of a step but its workload's batch and phase (the layout, dtypes left to the caller).
-  StepRequest resolve(const ModelSpec& m, const HardwareSpec& hw, const Parallelism& par, CLI::App* app) const;
+  // layout_searched (plan): the layout-dependent checks (GPUs, nodes, links, EP flags) are the search's.
+  StepRequest resolve(const ModelSpec& m, const HardwareSpec& hw, const Parallelism& par, CLI::App* app, bool layout_searched) const;
 };
-void add_serving_flags(CLI::App* app, ServingFlags& f);
+// layout_searched: no --gpus or --nodes (plan derives them per layout).
+void add_serving_flags(CLI::App* app, ServingFlags& f, bool layout_searched);
 
 // Thrown by a subcommand that ends with a specific exit code (report --check: 1 on drift).
 struct ExitCode {

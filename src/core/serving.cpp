@@ -143,11 +143,23 @@ Op grouped(OpId id, double pairs, double touched, double in, double out, double 
   return op;
 }
 
-// The batch halved for one of two micro-batches (each group's count rounded up).
+// The busier of two micro-batches: each group's sequences on a rank, ⌈B/DP⌉, halved and rounded up
+// (the step is timed as two of it).
 Workload micro_batch(const Workload& w) {
   Workload h = w;
-  for (SequenceGroup& g : h.groups) g.count = (g.count + 1) / 2;
+  const std::int64_t dp = w.par.dp;
+  for (SequenceGroup& g : h.groups) {
+    const std::int64_t per_rank = (g.count + dp - 1) / dp;
+    g.count = (per_rank + 1) / 2 * dp;
+  }
   return h;
+}
+
+// Two micro-batches need two sequences on a rank.
+bool can_split(const Workload& w) {
+  double per_rank = 0;
+  for (const SequenceGroup& g : w.groups) per_rank += static_cast<double>((g.count + w.par.dp - 1) / w.par.dp);
+  return per_rank >= 2;
 }
 
 // The attention path one layer kind runs on the workload: the policy's choice, or the fastest
@@ -212,6 +224,13 @@ void add_allreduce(const Ctx& c, LayerParts& L, double tokens, double width, dou
   (c.tp <= static_cast<double>(c.req.gpus_per_node) ? t.scale_up_bytes : t.scale_out_bytes) = sent;
   t.count = count;
   L.transfers.push_back(t);
+}
+
+// The layout the weights are stored in: routed experts over every rank where the engine splits them
+// so under DP attention without EP (the same bytes per rank as EP over all ranks).
+Parallelism memory_layout(const StepRequest& req, Parallelism par) {
+  if (req.moe_over_dp && par.dp > 1 && par.ep == 1) par.ep = par.ranks();
+  return par;
 }
 
 bool low_latency(const StepRequest& req) {
@@ -290,6 +309,9 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
       t.count = micro;
       L.transfers.push_back(t);
     }
+    // TP ranks each dispatched a share of the tokens and hold a slice of the shared experts: one
+    // all-reduce puts every token's output back on every TP rank.
+    add_allreduce(c, L, tokens, h, c.act_b, micro);
   } else {
     // Experts split by TP (every rank runs all of its DP group's pairs on a 1/TP slice of each
     // expert), or over every rank (the engine's rule under DP attention: the gathered tokens' pairs).
@@ -365,12 +387,13 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   c.dense_wb = bytes_per_element(weight_format(req.weights.dense));
   const Roofline sol = speed_of_light(rf);
   const double h = static_cast<double>(m.hidden);
-  const double micro = req.two_batch_overlap ? 2 : 1;
+  const bool overlap = req.two_batch_overlap && can_split(req.w);
+  const double micro = overlap ? 2 : 1;
 
   // Attention on the main model's workload (the step's batch, or one micro-batch of it).
   Workload w = req.w;
   w.projections = true;
-  const Workload wm = req.two_batch_overlap ? micro_batch(w) : w;
+  const Workload wm = overlap ? micro_batch(w) : w;
   const std::vector<EnginePolicy> policies = req.policy ? std::vector<EnginePolicy>{*req.policy} : std::vector<EnginePolicy>{};
   const CostStudy st = cost_study(m, wm, rf, req.workspace_budget, policies);
   const PathResult& path = chosen_path(st, req.policy);
@@ -414,7 +437,8 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
     add_attention(plan.mtp, chosen_path(sd, req.policy), layers, micro);
     plan.mtp.ops.push_back({StepComponent::mtp, gemm(OpId::mtp_eh_proj, td.new_tokens, 2 * h, h, c.mlp_wb, c.act_b, c.fp8), micro});
     add_mlp(c, plan.mtp, true, td.new_tokens, micro);
-    plan.mtp.ops.push_back({StepComponent::lm_head, gemm(OpId::lm_head, td.new_tokens, h, vocab / c.tp, c.dense_wb, c.act_b, false), micro});
+    const double mtp_logits = req.phase == Phase::prefill ? td.sequences : td.new_tokens;  // prefill: the last position's draft only
+    plan.mtp.ops.push_back({StepComponent::lm_head, gemm(OpId::lm_head, mtp_logits, h, vocab / c.tp, c.dense_wb, c.act_b, false), micro});
     plan.mtp_runs = req.phase == Phase::decode ? req.mtp_draft : 1;
     // The MTP module's attention and MLP are reported under mtp.
     for (Part& p : plan.mtp.ops) p.component = StepComponent::mtp;
@@ -428,7 +452,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
     Seconds compute_bound{0}, comm_bound{0};
     std::array<bool, kStepComponentCount> seen{};
     auto count_layers = [&](StepComponent comp) {
-      if (!seen[static_cast<std::size_t>(comp)]) rows[static_cast<int>(comp)].layers += static_cast<std::int64_t>(n);
+      if (!seen[static_cast<std::size_t>(comp)] && kind != "once") rows[static_cast<int>(comp)].layers += static_cast<std::int64_t>(n);
       seen[static_cast<std::size_t>(comp)] = true;
     };
     for (const Part& p : L.ops) {
@@ -458,25 +482,29 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
       comm_bound += x.bound * tr.count;
     }
     k.time = k.compute + k.communication;
-    if (req.two_batch_overlap && k.communication.value > 0) {
-      if (low_latency(req)) {
-        // Stage B (dispatch, experts, combine) of one micro-batch beside stage A (the rest) of the other.
+    Seconds bound_time = compute_bound + comm_bound;
+    if (overlap && kind != "once" && k.communication.value > 0) {
+      const bool all_to_all = k.by_component[static_cast<std::size_t>(StepComponent::ep_dispatch)].value > 0;
+      if (all_to_all && low_latency(req)) {
+        // Stage B (dispatch, experts, combine) of one micro-batch beside stage A (the rest) of the
+        // other; never below the compute of both micro-batches (one GPU) or their communication.
         Seconds b{0};
         for (StepComponent comp : {StepComponent::ep_dispatch, StepComponent::routed_experts, StepComponent::ep_combine})
           b += k.by_component[static_cast<std::size_t>(comp)];
-        k.time = std::max(b, k.compute + k.communication - b);
+        k.time = std::max({b, k.compute + k.communication - b, k.compute, k.communication});
       } else {
-        // Compute on the SMs the communication kernels leave, beside the communication.
+        // Compute on the SMs the normal all-to-all kernels leave, beside the communication.
         const double sms = rf.sms > 0 ? rf.sms : static_cast<double>(hw.sm_count);
-        const double share = sms > req.comm_sms && req.comm_sms > 0 ? sms / (sms - req.comm_sms) : 1;
-        k.time = std::max(k.compute * share, k.communication);
+        const double share = all_to_all && sms > req.comm_sms && req.comm_sms > 0 ? sms / (sms - req.comm_sms) : 1;
+        k.time = std::min(k.compute + k.communication, std::max(k.compute * share, k.communication));
       }
+      bound_time = std::max(compute_bound, comm_bound);
     }
     out.compute += k.compute * n;
     out.communication += k.communication * n;
     out.overlap_saving += (k.compute + k.communication - k.time) * n;
     out.step_time += k.time * n;
-    out.step_bound += (compute_bound + comm_bound) * n;
+    out.step_bound += bound_time * n;
     if (n > 0) out.layer_kinds.push_back(k);
   };
   layer_time(plan.dense, static_cast<double>(plan.dense_layers), "dense");
@@ -491,8 +519,10 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   oh.bound_by = "fixed";
   out.overhead = overhead;
   out.step_time += overhead;
-  for (const StepRow& r : rows)
+  for (StepRow& r : rows) {
+    if (r.layers == 0) r.layers = 1;  // once per step
     if (r.time.value > 0 || r.flops.value > 0 || r.link_bytes.value > 0) out.rows.push_back(r);
+  }
 
   // Throughput and latency.
   out.sequences = 0;
@@ -519,7 +549,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   CapacityRequest cr;
   cr.kv_dtype = req.w.kv;
   cr.weights = req.weights;
-  cr.par = req.w.par;
+  cr.par = memory_layout(req, req.w.par);
   double longest = 0;
   for (const SequenceGroup& g : req.w.groups) longest = std::max(longest, g.prefix + g.query);
   cr.context = static_cast<std::int64_t>(std::ceil(longest));
@@ -531,7 +561,8 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   else if (full.keys > static_cast<double>(out.memory.max_tokens_per_rank))
     out.fits = Verdict::no("the batch keeps " + std::to_string(static_cast<std::int64_t>(full.keys)) + " tokens of cache per GPU; " +
                            std::to_string(out.memory.max_tokens_per_rank) + " fit");
-  if (req.two_batch_overlap)
+  if (req.two_batch_overlap && !overlap) out.notes.push_back("two-batch overlap off: a rank holds one sequence, nothing to split");
+  if (overlap)
     out.notes.push_back(low_latency(req) ? "two-batch overlap (low latency): each layer takes the longer of its dispatch, experts and combine and the rest, over two micro-batches"
                                          : "two-batch overlap (normal): each layer takes the longer of its compute, on the SMs the all-to-all leaves, and its communication");
   if (req.mtp_draft > 0 && m.mtp_layers == 0) out.notes.push_back(m.name + " has no MTP module: no draft tokens");
@@ -581,12 +612,14 @@ PlanResult plan_layouts(const ModelSpec& m, const HardwareSpec& hw, const Roofli
         continue;
       }
       const std::int64_t domain = hw.scale_up_domain_gpus > 0 ? hw.scale_up_domain_gpus : 1;
-      if (g > 1 && hw.scale_up_bandwidth_per_direction.value <= 0) {
-        out.skipped.push_back({to_string(par), Verdict::no(hw.name + " has no scale-up bandwidth in its file")});
-        continue;
-      }
-      if (g > domain && hw.scale_out_bandwidth_per_direction.value <= 0) {
-        out.skipped.push_back({to_string(par), Verdict::no(hw.name + " has no scale-out bandwidth in its file")});
+      // A layout whose GPUs need a link the hardware file does not give is not timed.
+      const char* missing = g <= 1                                                     ? nullptr
+                            : hw.scale_up_domain_gpus <= 0                             ? "scale_up_domain_gpus"
+                            : hw.scale_up_bandwidth_per_direction.value <= 0           ? "scale_up_bandwidth_gb_per_s_per_direction"
+                            : g > domain && hw.scale_out_bandwidth_per_direction.value <= 0 ? "scale_out_bandwidth_gb_per_s_per_direction"
+                                                                                       : nullptr;
+      if (missing) {
+        out.skipped.push_back({to_string(par), Verdict::no(hw.name + " has no " + missing + " in " + hw.source)});
         continue;
       }
       StepRequest base = req.base;
@@ -595,7 +628,7 @@ PlanResult plan_layouts(const ModelSpec& m, const HardwareSpec& hw, const Roofli
       CapacityRequest cr;
       cr.kv_dtype = base.w.kv;
       cr.weights = base.weights;
-      cr.par = par;
+      cr.par = memory_layout(base, par);
       cr.context = req.isl + req.osl;
       cr.reserve = activation_reserve_estimate(m, par, kDefaultBatchedTokens);
       const CapacityResult cap = plan_capacity(m, hw, cr);
@@ -698,7 +731,17 @@ std::optional<ServingReport> serving_report(const ReportInputs& in, std::string&
   req.gpus_per_node = std::min<std::int64_t>(std::max<std::int64_t>(domain, 1), req.w.par.ranks());
   r.plan_request.base = req;
   req.phase = Phase::decode;
-  set_step_batch(req, m, hw, {step_group(Phase::decode, in.batch, static_cast<double>(in.decode_context), 0)}, in.mem_util);
+  // The report's batch, or as many sequences as fit at the decode context when fewer do.
+  CapacityRequest cr;
+  cr.kv_dtype = req.w.kv;
+  cr.weights = req.weights;
+  cr.par = req.w.par;
+  cr.mem_util = in.mem_util;
+  cr.context = in.decode_context;
+  cr.reserve = activation_reserve_estimate(m, req.w.par, in.batched_tokens);
+  const CapacityResult cap = plan_capacity(m, hw, cr);
+  const std::int64_t batch = cap.fits() ? std::max<std::int64_t>(1, std::min(in.batch, cap.max_sequences)) : in.batch;
+  set_step_batch(req, m, hw, {step_group(Phase::decode, batch, static_cast<double>(in.decode_context), 0)}, in.mem_util);
   r.step = step_time(m, hw, rf, req);
   PlanRequest& p = r.plan_request;
   p.isl = in.serving_isl;

@@ -668,17 +668,19 @@ Document step_document(const ModelSpec& m, const RooflineUsed& r, const StepRequ
       {"output_tokens", "tokens emitted", st.output_tokens, Unit::decimal},
       {decode ? "tpot_s" : "ttft_s", decode ? "TPOT" : "TTFT", (decode ? st.tpot : st.ttft).value, Unit::seconds},
       {"tokens_per_s_per_gpu", decode ? "output tokens/s per GPU" : "input tokens/s per GPU", st.tokens_per_s_per_gpu, Unit::decimal},
+      {"input_tokens_per_s_per_gpu", "input tokens/s per GPU", st.input_tokens / st.step_time.value / static_cast<double>(st.gpus), Unit::decimal, true},
+      {"output_tokens_per_s_per_gpu", "output tokens/s per GPU", st.output_tokens / st.step_time.value / static_cast<double>(st.gpus), Unit::decimal, true},
       {"weight_bytes_per_rank", "weights per GPU", st.memory.weight_bytes_per_rank.value, Unit::bytes},
       {"kv_pool_bytes_per_rank", "KV pool per GPU", st.memory.kv_pool_bytes_per_rank.value, Unit::bytes},
       {"max_tokens_per_rank", "KV tokens that fit per GPU", st.memory.max_tokens_per_rank, Unit::count},
       {"kv_tokens_per_rank", "KV tokens the batch keeps per GPU", st.kv_tokens_per_rank, Unit::decimal},
       {"fits", "fits in memory", st.fits.ok(), Unit::text},
-      {"reason", "reason", st.fits.ok() ? std::string("-") : st.fits.reason, Unit::text},
+      {"reason", "reason", st.fits.ok() ? Value{} : Value{st.fits.reason}, Unit::text},
   });
   doc.tables.push_back(step_components_table(st));
   Table layers{.name = "layers", .title = "Time per layer, by layer kind",
-               .columns = {{"kind", "layer kind", Unit::text}, {"count", "count", Unit::count}, {"compute_s", "compute", Unit::seconds},
-                           {"communication_s", "communication", Unit::seconds}, {"time_s", "time per layer", Unit::seconds}},
+               .columns = {{"kind", "layer kind", Unit::text}, {"count", "count", Unit::count}, {"compute_s_per_layer", "compute", Unit::seconds},
+                           {"communication_s_per_layer", "communication", Unit::seconds}, {"time_s_per_layer", "time per layer", Unit::seconds}},
                .rows = {}};
   for (const LayerKindRow& k : st.layer_kinds)
     layers.rows.push_back({k.kind, k.count, k.compute.value, k.communication.value, k.time.value});
@@ -696,6 +698,7 @@ std::vector<Column> plan_columns() {
           {"batch", "batch", Unit::count},
           {"tpot_s", "TPOT", Unit::seconds},
           {"ttft_s", "TTFT", Unit::seconds},
+          {"prefill_batch_s", "prefill of the batch", Unit::seconds, true},
           {"tokens_per_s_per_gpu", "tok/s/GPU", Unit::decimal},
           {"decode_tokens_per_s_per_gpu", "decode tok/s/GPU", Unit::decimal, true},
           {"requests_per_s", "req/s", Unit::decimal},
@@ -706,8 +709,8 @@ std::vector<Column> plan_columns() {
           {"why", "why not", Unit::text, true}};
 }
 std::vector<Value> plan_cells(const PlanRow& r) {
-  return {to_string(r.par), r.gpus, r.batch, r.tpot.value, r.ttft.value, r.tokens_per_s_per_gpu, r.decode_tokens_per_s_per_gpu, r.requests_per_s,
-          r.gpus_for_rate > 0 ? Value{r.gpus_for_rate} : Value{}, r.max_sequences, r.meets, r.pareto, r.why.empty() ? std::string("-") : r.why};
+  return {to_string(r.par), r.gpus, r.batch, r.tpot.value, r.ttft.value, r.prefill_batch.value, r.tokens_per_s_per_gpu, r.decode_tokens_per_s_per_gpu,
+          r.requests_per_s, r.gpus_for_rate > 0 ? Value{r.gpus_for_rate} : Value{}, r.max_sequences, r.meets, r.pareto, r.why.empty() ? Value{} : Value{r.why}};
 }
 }  // namespace
 
@@ -741,7 +744,7 @@ Document plan_document(const ModelSpec& m, const RooflineUsed& r, const PlanRequ
       {"rate_requests_per_s", "request rate", req.rate > 0 ? Value{req.rate} : Value{}, Unit::decimal},
       {"mtp_draft_tokens", "MTP draft tokens", req.base.mtp_draft, Unit::count},
       {"candidates", "layouts x batches that fit", static_cast<std::int64_t>(st.rows.size()), Unit::count},
-      {"best_layout", "best layout", st.best ? to_string(st.rows[*st.best].par) : std::string("none meets the targets"), Unit::text},
+      {"best_layout", "best layout (none: no layout meets the targets)", st.best ? Value{to_string(st.rows[*st.best].par)} : Value{}, Unit::text},
       {"best_batch", "its batch", st.best ? Value{st.rows[*st.best].batch} : Value{}, Unit::count},
       {"best_tokens_per_s_per_gpu", "its output tok/s per GPU", st.best ? Value{st.rows[*st.best].tokens_per_s_per_gpu} : Value{}, Unit::decimal},
       {"best_tpot_s", "its TPOT", st.best ? Value{st.rows[*st.best].tpot.value} : Value{}, Unit::seconds},
@@ -749,7 +752,7 @@ Document plan_document(const ModelSpec& m, const RooflineUsed& r, const PlanRequ
       {"fewest_gpus_for_rate", "fewest GPUs for the rate", st.fewest_for_rate ? Value{st.rows[*st.fewest_for_rate].gpus_for_rate} : Value{}, Unit::count},
       {"fewest_gpus_layout", "as", st.fewest_for_rate ? fmt::format("{} x {} ({} per replica, batch {})", st.rows[*st.fewest_for_rate].gpus_for_rate / st.rows[*st.fewest_for_rate].gpus,
                                                                    to_string(st.rows[*st.fewest_for_rate].par), st.rows[*st.fewest_for_rate].gpus, st.rows[*st.fewest_for_rate].batch)
-                                                       : std::string("-"), Unit::text},
+                                                       : Value{}, Unit::text},
   });
   doc.tables.push_back(plan_rows_table("pareto", "Pareto front: output tokens/s per GPU against TPOT", pareto_rows(st)));
   // Each layout's best batch under the targets (its smallest when none meets them).
@@ -786,7 +789,7 @@ Document memory_plan_document(const ModelSpec& m, const HardwareSpec& hw, const 
                 {"context_tokens", "tokens per sequence", base.context, Unit::count},
                 {"kv_dtype", "KV dtype", std::string(to_string(base.kv_dtype)), Unit::text},
                 {"fewest_gpus", "fewest GPUs", answer ? Value{answer->par.ranks()} : Value{}, Unit::count},
-                {"layout", "layout", answer ? to_string(answer->par) : std::string("none within the budget"), Unit::text}};
+                {"layout", "layout (none: not within the budget)", answer ? Value{to_string(answer->par)} : Value{}, Unit::text}};
   Table t{.name = "layouts", .title = "Layouts tried, fewest GPUs first",
           .columns = {{"layout", "layout", Unit::text}, {"gpus", "GPUs", Unit::count}, {"weight_bytes_per_rank", "weights/GPU", Unit::bytes},
                       {"kv_pool_bytes_per_rank", "KV pool/GPU", Unit::bytes}, {"max_sequences", "sequences", Unit::count}, {"holds", "holds them", Unit::text},
@@ -794,7 +797,7 @@ Document memory_plan_document(const ModelSpec& m, const HardwareSpec& hw, const 
           .rows = {}};
   for (const MemoryPlanRow& r : rows)
     t.rows.push_back({to_string(r.par), r.par.ranks(), r.result.weight_bytes_per_rank.value, r.result.kv_pool_bytes_per_rank.value, r.result.max_sequences,
-                      r.result.fits() && r.result.max_sequences >= sequences, r.result.fits() ? std::string("-") : r.result.verdict.reason});
+                      r.result.fits() && r.result.max_sequences >= sequences, r.result.fits() ? Value{} : Value{r.result.verdict.reason}});
   doc.tables.push_back(std::move(t));
   return doc;
 }

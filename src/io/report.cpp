@@ -430,7 +430,10 @@ ReportFolder render_report(const ReportSpec& spec, const ReportStudy& st) {
     md += fmt::format("The whole model of {} on {} x {} ({}): a decode step of {} sequences at {} keys each (engine overheads: {}). "
                       "Step time {}, TPOT {}, {:.0f} output tokens/s per GPU; the batch's cache {} in memory. `mlaplan step` gives any "
                       "step; `serving_step.csv` has every component.\n\n",
-                      sv->model->arg, d.gpus, sv->gpu->name, to_string(sv->step_request.w.par), in.batch, in.decode_context, sv->step_request.overheads.source,
+                      sv->model->arg, d.gpus, sv->gpu->name, to_string(sv->step_request.w.par),
+                      d.sequences < static_cast<double>(in.batch) ? fmt::format("{:.0f} (as many as fit; the spec's batch is {})", d.sequences, in.batch)
+                                                                  : fmt::format("{}", in.batch),
+                      in.decode_context, sv->step_request.overheads.source,
                       humanize(d.step_time.value, Unit::seconds), humanize(d.tpot.value, Unit::seconds), d.tokens_per_s_per_gpu,
                       d.fits.ok() ? "fits" : "does not fit (" + d.fits.reason + ")");
     md += md_table(b.tables[b.tables.size() - 2], {"component"}, {"component", "category", "layers", "time_s", "time_s_per_layer", "sol_time_s", "share", "bound"});

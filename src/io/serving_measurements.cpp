@@ -79,6 +79,9 @@ std::vector<ServingMeasurement> parse_serving_csv(const std::string& text, const
     if (r.kind == "step") {
       r.phase = one_of(c, "phase", {"prefill", "decode"});
       r.metric = one_of(c, "metric", step_metrics());
+      if ((r.metric == "tpot_s" && r.phase != "decode") || (r.metric == "ttft_s" && r.phase != "prefill"))
+        fail_key(c.where, "metric", r.metric, "belongs to the other phase (tpot_s: decode, ttft_s: prefill)");
+      if (r.batch < r.par.dp) fail_key(c.where, "batch", c.text("batch"), fmt::format("every one of the {} DP replicas needs a sequence", r.par.dp));
       r.context = c.integer("context", 1, std::int64_t{1} << 30).value_or(0);
       if (r.context <= 0) fail_key(c.where, "context", "(empty)", "a step needs its context");
       if (!c.text("isl").empty() || !c.text("osl").empty()) fail_key(c.where, "isl", c.text("isl"), "isl and osl belong to plan rows");
@@ -88,6 +91,8 @@ std::vector<ServingMeasurement> parse_serving_csv(const std::string& text, const
       r.osl = c.integer("osl", 1, std::int64_t{1} << 30).value_or(0);
       if (r.isl <= 0 || r.osl <= 0) fail_key(c.where, r.isl <= 0 ? "isl" : "osl", "(empty)", "a plan needs isl and osl");
       if (!c.text("context").empty() || !c.text("phase").empty()) fail_key(c.where, "context", c.text("context"), "context and phase belong to step rows");
+      for (const char* k : {"ep", "nodes"})
+        if (!c.text(k).empty() && c.text(k) != "1") fail_key(c.where, k, c.text(k), "a plan row searches the layouts of up to tp x dp GPUs; leave it empty");
     }
     out.push_back(std::move(r));
   }
@@ -145,7 +150,13 @@ std::vector<ServingCheck> check_serving(const std::vector<ServingMeasurement>& r
     if (r.mtp > 0 && m.mtp_layers <= 0) fail_key(at, "mtp", std::to_string(r.mtp), m.name + " has no MTP module");
     StepRequest req;
     apply_step_engine(req, load_step_engine(r.engine, m, at + " engine"));
-    if (r.moe_imbalance) req.moe_imbalance = *r.moe_imbalance;
+    if (r.moe_imbalance) {
+      if (!m.moe) fail_key(at, "moe_imbalance", fmt::format("{}", *r.moe_imbalance), m.name + " has no routed experts");
+      req.moe_imbalance = *r.moe_imbalance;
+    }
+    if (r.comm_sms && (*r.comm_sms >= hw.sm_count || (r.kind == "step" && r.phase == "decode")))
+      fail_key(at, "comm_sms", std::to_string(*r.comm_sms),
+               fmt::format("the normal (prefill) all-to-all's SMs, fewer than {}'s {}", hw.name, hw.sm_count));
     req.w.par = r.par;
     req.gpus_per_node = r.par.ranks() / r.nodes;
     if (hw.scale_up_domain_gpus > 0 && req.gpus_per_node > hw.scale_up_domain_gpus)
@@ -177,6 +188,7 @@ std::vector<ServingCheck> check_serving(const std::vector<ServingMeasurement>& r
       else if (r.metric == "ttft_s") c.predicted = st.ttft.value;
       else if (r.metric == "tokens_per_s_per_gpu") c.predicted = st.tokens_per_s_per_gpu;
       else c.predicted = layer_metric(st, r.metric);
+      if (!(c.predicted > 0)) fail_key(at, "metric", r.metric, m.name + " has no MoE layer to measure");
     } else {
       PlanRequest p;
       p.base = req;

@@ -88,7 +88,8 @@ struct StepRequest {
   // Two micro-batches per step. Normal all-to-all (prefill): one's compute overlaps the other's
   // dispatch and combine, on the SMs the communication kernels leave (DeepSeek-V3 §3.4.1). Low
   // latency (decode; its kernels hold no SMs): one's attention side overlaps the other's dispatch,
-  // experts and combine (InferSim's decode overlap, models/model.py).
+  // experts and combine (InferSim's decode overlap, models/model.py), and a layer takes at least the
+  // compute of both micro-batches (they share the SMs) and at least their communication.
   bool two_batch_overlap = false;
   double comm_sms = 0;  // SMs held by the normal all-to-all under overlap (from the engine, or the flag)
   // The engine splits dense MLPs (and, without EP, routed experts) over all TP x DP ranks under
