@@ -392,3 +392,46 @@ TEST_CASE("Serving measurement CSVs: hostile input is refused naming the row and
 
 }  // namespace
 }  // namespace mlaplan
+
+namespace mlaplan {
+namespace {
+
+TEST_CASE("plan over every bundled model: rows fit, the best meets the target, the Pareto front is monotone", "[serving][property]") {
+  const HardwareSpec hw = load_gpu("h200");
+  const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
+  for (const ModelSpec& m : test::all_models()) {
+    INFO(m.name);
+    PlanRequest p;
+    apply_step_engine(p.base, load_step_engine("sglang", m));
+    p.base.links = links_for(hw, p.base.overheads);
+    set_step_weights(p.base, m, std::nullopt);
+    p.isl = 2048;
+    p.osl = 256;
+    p.tpot_limit = Seconds{0.05};
+    p.max_gpus = 16;
+    p.batches = {1, 4, 16, 64};
+    const PlanResult r = plan_layouts(m, hw, rf, p);
+    REQUIRE(!r.rows.empty());
+    for (const PlanRow& row : r.rows) {
+      CHECK(row.batch <= row.max_sequences);
+      CHECK(row.gpus == row.par.ranks());
+      CHECK(row.tpot.value > 0);
+      CHECK(row.tokens_per_s_per_gpu > 0);
+      CHECK(row.meets == (row.tpot <= p.tpot_limit));
+    }
+    if (r.best) {
+      CHECK(r.rows[*r.best].meets);
+      for (const PlanRow& row : r.rows)
+        if (row.meets) CHECK(row.tokens_per_s_per_gpu <= r.rows[*r.best].tokens_per_s_per_gpu);
+    }
+    // Along the front, more throughput costs more TPOT.
+    std::vector<const PlanRow*> front;
+    for (const PlanRow& row : r.rows)
+      if (row.pareto) front.push_back(&row);
+    std::sort(front.begin(), front.end(), [](const PlanRow* a, const PlanRow* b) { return a->tpot < b->tpot; });
+    for (std::size_t i = 1; i < front.size(); ++i) CHECK(front[i]->tokens_per_s_per_gpu > front[i - 1]->tokens_per_s_per_gpu);
+  }
+}
+
+}  // namespace
+}  // namespace mlaplan
