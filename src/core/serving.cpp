@@ -194,8 +194,6 @@ struct LayerParts {
 struct StepPlan {
   LayerParts dense, moe, mtp, once;
   std::int64_t dense_layers = 0, moe_layers = 0, mtp_runs = 0;
-  std::string path, detail;
-  double micro_batches = 1;
 };
 
 struct Ctx {
@@ -210,9 +208,7 @@ struct Ctx {
 // The attention of one layer (per layer: the path's whole-model ops over the model's layers).
 void add_attention(LayerParts& L, const PathResult& path, double layers, double micro) {
   for (const OpRow& r : path.ops) {
-    Op op = r.op;
-    (void)layers;
-    L.ops.push_back({is_projection(op.id) ? StepComponent::attention_projections : StepComponent::attention_core, op,
+    L.ops.push_back({is_projection(r.op.id) ? StepComponent::attention_projections : StepComponent::attention_core, r.op,
                      micro * static_cast<double>(r.layers) / layers});
   }
 }
@@ -231,6 +227,20 @@ void add_allreduce(const Ctx& c, LayerParts& L, double tokens, double width, dou
 Parallelism memory_layout(const StepRequest& req, Parallelism par) {
   if (req.moe_over_dp && par.dp > 1 && par.ep == 1) par.ep = par.ranks();
   return par;
+}
+
+// Capacity's request for the step's weights and `context` tokens per sequence on a rank, with an
+// activation reserve for `tokens` per forward pass and experts stored as the engine shards them.
+CapacityRequest capacity_request(const ModelSpec& m, const StepRequest& req, const Parallelism& par, std::int64_t context, std::int64_t tokens,
+                                 double mem_util = 0.9) {
+  CapacityRequest cr;
+  cr.kv_dtype = req.w.kv;
+  cr.weights = req.weights;
+  cr.par = memory_layout(req, par);
+  cr.mem_util = mem_util;
+  cr.context = context;
+  cr.reserve = activation_reserve_estimate(m, par, tokens);
+  return cr;
 }
 
 bool low_latency(const StepRequest& req) {
@@ -365,7 +375,6 @@ LinkSpec links_for(const HardwareSpec& hw, const StepOverheads& o) {
   LinkSpec l;
   l.scale_up = hw.scale_up_bandwidth_per_direction;
   l.scale_out = hw.scale_out_bandwidth_per_direction;
-  l.domain_gpus = hw.scale_up_domain_gpus;
   l.eta_scale_up = o.eta_scale_up;
   l.eta_scale_out = o.eta_scale_out;
   l.latency = o.comm_latency;
@@ -546,15 +555,10 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   }
 
   // Memory: the weights (and the MTP module when it runs) and the batch's cache on the busiest rank.
-  CapacityRequest cr;
-  cr.kv_dtype = req.w.kv;
-  cr.weights = req.weights;
-  cr.par = memory_layout(req, req.w.par);
   double longest = 0;
   for (const SequenceGroup& g : req.w.groups) longest = std::max(longest, g.prefix + g.query);
-  cr.context = static_cast<std::int64_t>(std::ceil(longest));
-  cr.reserve = activation_reserve_estimate(m, req.w.par, static_cast<std::int64_t>(std::ceil(full.new_tokens)));
-  out.memory = plan_capacity(m, hw, cr);
+  out.memory = plan_capacity(m, hw, capacity_request(m, req, req.w.par, static_cast<std::int64_t>(std::ceil(longest)),
+                                                     static_cast<std::int64_t>(std::ceil(full.new_tokens))));
   out.kv_tokens_per_rank = full.keys;
   if (!out.memory.fits())
     out.fits = out.memory.verdict;
@@ -625,13 +629,7 @@ PlanResult plan_layouts(const ModelSpec& m, const HardwareSpec& hw, const Roofli
       StepRequest base = req.base;
       base.w.par = par;
       base.gpus_per_node = std::min(domain, g);
-      CapacityRequest cr;
-      cr.kv_dtype = base.w.kv;
-      cr.weights = base.weights;
-      cr.par = memory_layout(base, par);
-      cr.context = req.isl + req.osl;
-      cr.reserve = activation_reserve_estimate(m, par, kDefaultBatchedTokens);
-      const CapacityResult cap = plan_capacity(m, hw, cr);
+      const CapacityResult cap = plan_capacity(m, hw, capacity_request(m, base, par, req.isl + req.osl, kDefaultBatchedTokens));
       if (!cap.fits()) {
         out.skipped.push_back({to_string(par), cap.verdict});
         continue;
@@ -732,14 +730,7 @@ std::optional<ServingReport> serving_report(const ReportInputs& in, std::string&
   r.plan_request.base = req;
   req.phase = Phase::decode;
   // The report's batch, or as many sequences as fit at the decode context when fewer do.
-  CapacityRequest cr;
-  cr.kv_dtype = req.w.kv;
-  cr.weights = req.weights;
-  cr.par = req.w.par;
-  cr.mem_util = in.mem_util;
-  cr.context = in.decode_context;
-  cr.reserve = activation_reserve_estimate(m, req.w.par, in.batched_tokens);
-  const CapacityResult cap = plan_capacity(m, hw, cr);
+  const CapacityResult cap = plan_capacity(m, hw, capacity_request(m, req, req.w.par, in.decode_context, in.batched_tokens, in.mem_util));
   const std::int64_t batch = cap.fits() ? std::max<std::int64_t>(1, std::min(in.batch, cap.max_sequences)) : in.batch;
   set_step_batch(req, m, hw, {step_group(Phase::decode, batch, static_cast<double>(in.decode_context), 0)}, in.mem_util);
   r.step = step_time(m, hw, rf, req);

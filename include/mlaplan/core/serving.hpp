@@ -61,7 +61,6 @@ std::string_view category_of(StepComponent c);
 struct LinkSpec {
   BytesPerSecond scale_up{0};    // NVLink (or the GPU's scale-up fabric) within a domain
   BytesPerSecond scale_out{0};   // the network between domains, per GPU
-  std::int64_t domain_gpus = 0;  // GPUs one scale-up domain joins (8 for HGX, 72 for GB200 NVL72)
   double eta_scale_up = 1, eta_scale_out = 1;
   Seconds latency{0};  // per collective call
 };
