@@ -46,24 +46,63 @@ TEST_CASE("calibrated time: fixed costs plus the slower of compute and memory in
   op.bytes_read = BytesF{1e9};
   op.tiling.ctas = 200;
   op.tiling.sequences = 32;
-  const KernelEfficiency k{.fixed = Seconds{10e-6}, .per_sequence = Seconds{50e-9}, .eta_compute = 0.5, .eta_memory = 0.8, .rows = 1};
+  KernelEfficiency k{.fixed = Seconds{10e-6}, .per_sequence = Seconds{50e-9}, .eta_compute = 0.5, .eta_compute_fp8 = std::nullopt, .eta_memory = 0.8, .rows = 1};
   // w = 200 / (⌈200 / 132⌉ · 132) = 200 / 264.
   CHECK(wave_efficiency(200, 132) == Approx(200.0 / 264));
-  const CalibratedTime t = calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132);
+  const CalibratedTime t = calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false);
   CHECK(t.fixed.value == Approx(10e-6 + 32 * 50e-9));                 // 11.6 µs
   CHECK(t.compute.value == Approx(1e12 * 264 / (1000e12 * 0.5 * 200)));  // 2.64 ms
   CHECK(t.memory.value == Approx(1e9 * 264 / (4.8e12 * 0.8 * 200)));     // 343.75 µs
   CHECK(t.time().value == Approx(2.64e-3 + 11.6e-6));
   // The longest CTA bounds a launch: 2e10 FLOPs on one SM at 1000/132 TFLOP/s · 0.5 = 5.28 ms.
   op.tiling.longest_cta_flops = 2e10;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132).compute.value == Approx(5.28e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false).compute.value == Approx(5.28e-3));
   // Padded tiles count: four times the FLOPs, four times the compute time.
   op.tiling.longest_cta_flops = 0;
   op.tiling.padded_flops = 4e12;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132).compute.value == Approx(4 * 2.64e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false).compute.value == Approx(4 * 2.64e-3));
   // Launches repeat the fixed costs (a chunk loop).
   op.tiling.launches = 3;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132).fixed.value == Approx(3 * 11.6e-6));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false).fixed.value == Approx(3 * 11.6e-6));
+  // An fp8 kernel runs at its own fraction of the (fp8) peak it is given, where the family has one.
+  op.tiling.padded_flops = 0;
+  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true).compute.value == Approx(1e12 * 264 / (2000e12 * 0.5 * 200)));
+  k.eta_compute_fp8 = 0.25;
+  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true).compute.value == Approx(2.64e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false).compute.value == Approx(2.64e-3));
+}
+
+TEST_CASE("latent decode without split-KV: one CTA per sequence and head tile walks every key", "[efficiency]") {
+  // DeepSeek-V3 at 128 heads, bf16 cache (1,152 B per token), one sequence of 8,192 keys, on 108 SMs.
+  const ModelSpec m = load_model("deepseek-v3");
+  Workload w;
+  w.groups = {SequenceGroup{1, 1, 8191}};
+  const PathPlan p = mla_path(m, w, PathKind::absorb);
+  const Op* att = p.find(OpId::latent_attention_mqa);
+  REQUIRE(att);
+  const Tiling& tl = att->tiling;
+  // Split: ⌈128 / 64⌉ tiles · ⌈8192 / 64⌉ key blocks (FlashMLA's 64-token blocks).
+  CHECK(tl.ctas == 2 * 128);
+  // Unsplit: 2 CTAs, each reading 8,192 · 1,152 B of cache + 64 rows · (576 + 512) · 2 B.
+  const double cta_bytes = 8192.0 * 1152 + 64.0 * 1088 * 2;
+  CHECK(tl.unsplit_ctas == 2);
+  CHECK(tl.unsplit_longest_bytes == Approx(cta_bytes));
+  CHECK(tl.unsplit_bytes == Approx(2 * cta_bytes));
+  KernelEfficiency k{.fixed = Seconds{0}, .per_sequence = Seconds{0}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt, .eta_memory = 0.5, .rows = 1};
+  const BytesPerSecond bw{2.039e12};
+  // Unsplit: w = 2 / 108, so B_total / (bw · η · w) = 2 · cta_bytes · 54 / (bw · 0.5), the same as the
+  // longest CTA at one SM's share: cta_bytes · 108 / (bw · 0.5) = 1.01 ms.
+  k.split_kv = false;
+  const CalibratedTime un = calibrated_time(*att, k, FlopsPerSecond{312e12}, bw, 108, false);
+  CHECK(un.waves == Approx(2.0 / 108));
+  CHECK(un.memory.value == Approx(cta_bytes * 108 / (2.039e12 * 0.5)));
+  CHECK(un.memory.value == Approx(1.0145e-3).epsilon(0.001));
+  // Split: 256 CTAs on 108 SMs, w = 256 / 324; the cache once: far faster.
+  k.split_kv = true;
+  const CalibratedTime sp = calibrated_time(*att, k, FlopsPerSecond{312e12}, bw, 108, false);
+  CHECK(sp.waves == Approx(256.0 / 324));
+  CHECK(sp.memory.value == Approx(att->bytes().value * 324 / 256 / (2.039e12 * 0.5)));
+  CHECK(sp.memory.value < un.memory.value / 50);
 }
 
 TEST_CASE("the paths declare their kernels' tiles", "[efficiency]") {
@@ -74,8 +113,9 @@ TEST_CASE("the paths declare their kernels' tiles", "[efficiency]") {
   const PathPlan absorb = mla_path(m, w, PathKind::absorb);
   const Op* att = absorb.find(OpId::latent_attention_mqa);
   REQUIRE(att);
-  // 16 heads per rank in a 64-row tile (4x padded), 8,192 keys in 32 blocks of 256, 32 sequences.
-  CHECK(att->tiling.ctas == 32 * 1 * 32);
+  // 16 heads per rank in a 64-row tile (4x padded), 8,192 keys in 128 blocks of 64 (FlashMLA's
+  // block_size_n, csrc/api/dense_decode.h:103), 32 sequences.
+  CHECK(att->tiling.ctas == 32 * 1 * 128);
   CHECK(att->tiling.sequences == 32);
   CHECK(att->tiling.padded_flops == Approx(4 * att->flops.value));
   Workload p;
@@ -193,11 +233,58 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j["gpu"] = "H100 SXM5 80GB";
   CHECK(refusal(j) == "p.json: key 'gpu' = \"H100 SXM5 80GB\": only a profile of scope gpu names a GPU (scope is architecture)");
   CHECK(refusal(json::array()) == "p.json: key '(top level)' = []: expected an object");
-  // A profile round-trips through its writer.
-  const EfficiencyProfile p = parse_efficiency_profile(minimal_profile(), "p.json");
+  j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["split_kv"] = "no";
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.split_kv' = \"no\": expected true or false");
+  j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["eta_compute_fp8"] = 1.5;
+  CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.eta_compute_fp8' = 1.5", 0) == 0);
+  j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["eta_compute_fp8"] = 0;
+  CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.eta_compute_fp8' = 0", 0) == 0);
+  // A profile round-trips through its writer, the optional keys with it.
+  j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["split_kv"] = false;
+  j["kernels"]["absorbed_decode"]["eta_compute_fp8"] = 0.3;
+  const EfficiencyProfile p = parse_efficiency_profile(j, "p.json");
   const EfficiencyProfile q = parse_efficiency_profile(json::parse(efficiency_profile_json(p).dump()), "p.json");
   CHECK(q.describe() == p.describe());
   CHECK(q.kernel(KernelFamily::absorbed_decode)->eta_memory == 0.8);
+  const KernelEfficiency& qk = *q.kernel(KernelFamily::absorbed_decode);
+  const bool q_split = qk.split_kv;
+  CHECK(!q_split);
+  CHECK(qk.eta_compute_fp8.value_or(0) == 0.3);
+  const EfficiencyProfile d = parse_efficiency_profile(minimal_profile(), "p.json");
+  const KernelEfficiency& dk = *d.kernel(KernelFamily::absorbed_decode);
+  const bool d_split = dk.split_kv, d_fp8 = dk.eta_compute_fp8.has_value();
+  CHECK(d_split);
+  CHECK(!d_fp8);
+}
+
+TEST_CASE("the shipped profiles: A100's decode kernel does not split keys and Hopper's does", "[efficiency]") {
+  // Fitted, not typed: each GPU's own rows chose the kernel that explains them better.
+  const auto profiles = bundled_efficiency();
+  auto profile = [&](const std::string& name) {
+    for (const EfficiencyProfile& p : profiles)
+      if (p.name == name) return p;
+    FAIL("no bundled profile " << name);
+    return EfficiencyProfile{};
+  };
+  auto splits = [&](const std::string& name) {
+    const EfficiencyProfile p = profile(name);
+    return p.kernel(KernelFamily::absorbed_decode)->split_kv;
+  };
+  CHECK(!splits("a100-80gb"));
+  CHECK(!splits("ampere"));
+  for (const char* n : {"h100-sxm", "h800", "hopper", "b200", "blackwell", "any"}) {
+    INFO(n);
+    CHECK(splits(n));
+  }
+  // Block-scaled fp8 GEMMs in TensorRT-LLM's H100 table reach a smaller fraction of the fp8 peak
+  // than its bf16 GEMMs of the bf16 peak.
+  const KernelEfficiency g = *profile("h100-sxm").kernel(KernelFamily::gemm);
+  REQUIRE(g.eta_compute_fp8);
+  CHECK(*g.eta_compute_fp8 < g.eta_compute);
 }
 
 TEST_CASE("cost uses the calibrated profile by default and says which; --sol gives the bound", "[efficiency][cli]") {

@@ -44,6 +44,10 @@ struct Row {
   double measured_s = 0;
   Op op;          // the attention op the row timed, with its tiling
   double peak = 0;  // the FLOP/s its kernel runs at
+  bool fp8 = false;  // ... the fp8 peak
+  // Latent decode: whether its GPU's kernel splits keys over CTAs, as the fit on that GPU's own rows
+  // found; a fit over several GPUs times each row with its own GPU's kernel. Unknown: fitted.
+  std::optional<bool> split_kv;
   double sol_s = 0, fit_s = NAN, logo_s = NAN, lookup_s = NAN, default_s = NAN;
   bool train = false;
 };
@@ -67,14 +71,14 @@ Table2 read_csv(const fs::path& p) {
 }
 
 KernelEfficiency efficiency_of(const GpuKernelFit& f) {
-  return KernelEfficiency{.fixed = Seconds{f.t_fixed_s}, .per_sequence = Seconds{f.t_seq_s}, .eta_compute = f.eta_compute, .eta_memory = f.eta_memory,
-                          .rows = f.train_rows};
+  return KernelEfficiency{.fixed = Seconds{f.t_fixed_s}, .per_sequence = Seconds{f.t_seq_s}, .eta_compute = f.eta_compute,
+                          .eta_compute_fp8 = f.eta_compute_fp8, .eta_memory = f.eta_memory, .split_kv = f.split_kv, .rows = f.train_rows};
 }
 
 // The row's time under a family's parameters: the core's calibrated time (what `cost` predicts).
 double row_time(const Row& r, const KernelEfficiency& k) {
   const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
-  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms).time().value;
+  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8).time().value;
 }
 double model_time(const Row& r, const GpuKernelFit& f) { return row_time(r, efficiency_of(f)); }
 
@@ -103,18 +107,53 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
     tseqs[0] = 0;
   }
   const std::vector<double> etas = geometric_axis(0.05, 1, batches ? 20 : 50);
-  auto model = [&](const std::vector<double>& p) {
-    return GpuKernelFit{.kernel = kernel, .t_fixed_s = p[0], .t_seq_s = p[1], .eta_compute = p[2], .eta_memory = p[3], .train_rows = static_cast<int>(train.size())};
+  auto loss_of = [&](const GpuKernelFit& f) {
+    double loss = 0;
+    for (const auto& [r, weight] : train) {
+      GpuKernelFit own = f;
+      if (r->split_kv) own.split_kv = *r->split_kv;
+      loss += weight * log_error_sq(Seconds{model_time(*r, own)}, Seconds{r->measured_s});
+    }
+    return loss;
   };
-  return model(grid_fit(
-      {t0s, tseqs, etas, etas},
-      [&](const std::vector<double>& p) {
-        const GpuKernelFit f = model(p);
-        double loss = 0;
-        for (const auto& [r, weight] : train) loss += weight * log_error_sq(Seconds{model_time(*r, f)}, Seconds{r->measured_s});
-        return loss;
-      },
-      2));
+  // Rows whose GPUs' kernels are known are timed with them; the fit then carries the kernel most of
+  // its GPUs run (weighing each GPU once) to a GPU without rows.
+  double known = 0, split_weight = 0;
+  for (const auto& [r, w] : train)
+    if (r->split_kv) known += w, split_weight += *r->split_kv ? w : 0;
+  const bool rows_decide = kernel == kDecode && known > 0;
+  // Where the rows run at both peaks (bf16 and fp8 GEMMs or context kernels), the fp8 efficiency is
+  // its own parameter: the four are fitted with it held, then it alone, twice over.
+  bool bf16 = false, fp8 = false;
+  for (const auto& [r, w] : train) (r->fp8 ? fp8 : bf16) = true;
+  const bool both = bf16 && fp8;
+  // Latent decode kernels either split a sequence's keys over CTAs or not: both are fitted and the
+  // one that explains the rows better is kept.
+  std::optional<GpuKernelFit> best;
+  double best_loss = INFINITY;
+  const std::vector<bool> modes = rows_decide ? std::vector<bool>{split_weight >= known / 2} : kernel == kDecode ? std::vector<bool>{true, false}
+                                                                                                          : std::vector<bool>{true};
+  for (const bool split : modes) {
+    std::optional<double> eta_fp8;
+    GpuKernelFit f;
+    for (int round = 0; round < (both ? 2 : 1); ++round) {
+      auto model = [&](const std::vector<double>& p) {
+        return GpuKernelFit{.kernel = kernel, .t_fixed_s = p[0], .t_seq_s = p[1], .eta_compute = p[2], .eta_memory = p[3], .eta_compute_fp8 = eta_fp8,
+                            .split_kv = split, .train_rows = static_cast<int>(train.size())};
+      };
+      f = model(grid_fit({t0s, tseqs, etas, etas}, [&](const std::vector<double>& p) { return loss_of(model(p)); }, 2));
+      if (!both) break;
+      const std::vector<double> e = grid_fit({geometric_axis(0.05, 1, 60)}, [&](const std::vector<double>& p) {
+        GpuKernelFit g = f;
+        g.eta_compute_fp8 = p[0];
+        return loss_of(g);
+      }, 2);
+      eta_fp8 = f.eta_compute_fp8 = e[0];
+    }
+    const double l = loss_of(f);
+    if (l < best_loss) best_loss = l, best = f;
+  }
+  return *best;
 }
 
 // The attention op of the absorbed (decode) or expanded (prefill) path a published row timed.
@@ -182,6 +221,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         r.op = gemm_op(OpId::q_proj, r.len, r.query, r.heads, fp8 ? 1 : 2, fp8 ? 1 : 2);
         r.op.bytes_written = BytesF{r.len * r.heads * 2};  // the output in bf16 either way
         r.peak = gpu.peak_flops(fp8 ? DType::fp8 : DType::bf16)->value;
+        r.fp8 = fp8;
         r.sol_s = std::max(r.op.flops.value / r.peak, r.op.bytes().value / gpu.memory_bandwidth.value);
         rows.push_back(std::move(r));
         continue;
@@ -211,6 +251,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       // An fp8 prefill runs the fp8 attention kernel: the fp8 peak where the GPU has one.
       const bool fp8_compute = !decode && r.kv_dtype == "fp8" && gpu.peak_flops(DType::fp8);
       r.peak = gpu.peak_flops(fp8_compute ? DType::fp8 : DType::bf16)->value;
+      r.fp8 = fp8_compute;
       r.op = *op;
       r.sol_s = std::max(op->flops.value / r.peak, op->bytes().value / gpu.memory_bandwidth.value);
       rows.push_back(std::move(r));
@@ -253,10 +294,24 @@ Table fit_table(const std::string& title, const std::vector<std::pair<std::strin
   Table ft{.name = "fit", .title = title,
            .columns = {{"fitted_on", "fitted on", Unit::text}, {"kernel", "kernel", Unit::text}, {"t_fixed_s", "fixed cost", Unit::seconds},
             {"t_seq_s", "per sequence", Unit::seconds},
-            {"eta_compute", "η compute", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction}, {"train_rows", "rows", Unit::count}},
+            {"eta_compute", "η compute", Unit::fraction}, {"eta_compute_fp8", "η compute fp8", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
+            {"split_kv", "split-KV", Unit::text},
+            {"train_rows", "rows", Unit::count}},
            .rows = {}};
-  for (const auto& [on, f] : fits) ft.rows.push_back({on, f.kernel, f.t_fixed_s, f.t_seq_s, f.eta_compute, f.eta_memory, std::int64_t{f.train_rows}});
+  for (const auto& [on, f] : fits)
+    ft.rows.push_back({on, f.kernel, f.t_fixed_s, f.t_seq_s, f.eta_compute, f.eta_compute_fp8 ? Value{*f.eta_compute_fp8} : Value{}, f.eta_memory, std::string(f.kernel != kDecode ? "-" : f.split_kv ? "yes" : "no"),
+                       std::int64_t{f.train_rows}});
   return ft;
+}
+
+// A fit's parameters as fit.json writes them.
+nlohmann::ordered_json fit_json(const GpuKernelFit& f) {
+  nlohmann::ordered_json j{{"t_fixed_s", f.t_fixed_s}, {"t_seq_s", f.t_seq_s}, {"eta_compute", f.eta_compute}};
+  if (f.eta_compute_fp8) j["eta_compute_fp8"] = *f.eta_compute_fp8;
+  j["eta_memory"] = f.eta_memory;
+  if (f.kernel == kDecode) j["split_kv"] = f.split_kv;
+  j["rows"] = f.train_rows;
+  return j;
 }
 
 std::string unread_note(const std::set<std::string>& unread) {
@@ -351,7 +406,7 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
                                "predicted at speed of light (`cost --sol`), with the shipped profile `cost` uses by default for this GPU ({}), "
                                "and with the efficiency model refitted on the even rows of each kernel and judged on the odd rows:\n\n"
                                "time = t_fixed + batch·t_seq + max(F / (peak·η_c·w), B / (bandwidth·η_m·w)), w = CTAs / (⌈CTAs / SMs⌉·SMs); decode CTAs = "
-                               "batch × ⌈heads/64⌉ × ⌈kv_len/256⌉ (split-KV); prefill CTAs = batch × ⌈S/128⌉ × heads, and a causal prefill lasts "
+                               "batch × ⌈heads/64⌉ × ⌈kv_len/64⌉ (split-KV; without split-KV batch × ⌈heads/64⌉, each reading its sequence's cache, and no faster than one CTA at bandwidth/SMs); prefill CTAs = batch × ⌈S/128⌉ × heads, and a causal prefill lasts "
                                "at least as long as its longest CTA.\n\n",
                                gpu.name, dir.string(), gpu.source, m.name, shipped ? shipped->describe() : std::string("none bundled"));
   md += unread_note(unread);
@@ -359,7 +414,7 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
   md += "![predicted against measured](against.svg)\n\n";
   md += md_section(ft);
   nlohmann::ordered_json fj;
-  for (const auto& f : fits) fj[f.kernel] = {{"t_fixed_s", f.t_fixed_s}, {"t_seq_s", f.t_seq_s}, {"eta_compute", f.eta_compute}, {"eta_memory", f.eta_memory}};
+  for (const auto& f : fits) fj[f.kernel] = fit_json(f);
   AgainstRun out;
   out.files = {{"report.md", md}, {"against.csv", csv_of(t)}, {"errors.csv", csv_of(err)}, {"fit.json", fj.dump(2) + "\n"}, {"against.svg", svg::render(plot)}};
   out.summary = fmt::format("GPU {}; default profile: {}\n", gpu.name, shipped ? shipped->describe() : std::string("none bundled")) + md_section(err);
@@ -433,6 +488,16 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
     }
   };
   for (const char* k : {kDecode, kPrefill, kGemm}) {
+    // Each GPU's own fit (even rows) first: it also finds whether the GPU's decode kernel splits keys,
+    // and the fits over several GPUs then time each GPU's rows with its own kernel.
+    std::vector<std::optional<GpuKernelFit>> in_tables(gpus.size());
+    for (std::size_t g = 0; g < gpus.size(); ++g) {
+      if (of_kernel(per_gpu[g], k).empty()) continue;
+      in_tables[g] = fit(k, select(per_gpu[g], k, [](const Row& r) { return r.train; }));
+      if (std::string(k) == kDecode)
+        for (Row& r : per_gpu[g])
+          if (r.kernel == k) r.split_kv = in_tables[g]->split_kv;
+    }
     for (std::size_t g = 0; g < gpus.size(); ++g) {
       std::vector<Row>& mine = per_gpu[g];
       if (of_kernel(mine, k).empty()) continue;
@@ -453,7 +518,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
         logo = fit(k, others);
         logo_fits.push_back({fmt::format("{} (for {})", on, gpus[g].name), *logo});
       }
-      const GpuKernelFit in_table = fit(k, select(mine, k, [](const Row& r) { return r.train; }));
+      const GpuKernelFit& in_table = *in_tables[g];
       for (Row& r : mine) {
         if (r.kernel != k) continue;
         if (logo) r.logo_s = model_time(r, *logo);
@@ -522,7 +587,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
   md += md_section(all_t);
   nlohmann::ordered_json fj;
   for (const auto& [on, f] : all_fits)
-    fj[on][f.kernel] = {{"t_fixed_s", f.t_fixed_s}, {"t_seq_s", f.t_seq_s}, {"eta_compute", f.eta_compute}, {"eta_memory", f.eta_memory}, {"rows", f.train_rows}};
+    fj[on][f.kernel] = fit_json(f);
   AgainstRun out;
   out.files = {{"report.md", md}, {"transfer.csv", csv_of(err)}, {"fits.csv", csv_of(logo_t)}, {"fit.json", fj.dump(2) + "\n"}};
   out.summary = md_section(err);

@@ -2,6 +2,7 @@
 // Predicting kernel timings measured by others (validate/published/<gpu>/): the absorbed decode
 // attention and the expanded prefill attention of MLA, on GPUs we do not have.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +27,8 @@ namespace mlaplan::validate {
 struct GpuKernelFit {
   std::string kernel;
   double t_fixed_s = 0, t_seq_s = 0, eta_compute = 1, eta_memory = 1;
+  std::optional<double> eta_compute_fp8;  // fitted apart where the rows run at both peaks
+  bool split_kv = true;  // absorbed_decode: the kernel splits keys over CTAs (else one CTA per sequence and head tile)
   int train_rows = 0;
 };
 

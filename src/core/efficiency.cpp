@@ -85,15 +85,24 @@ double launched_ctas(const Tiling& t, double sms) {
   return t.ctas * std::min(t.split_k, std::max(1.0, std::ceil(sms / t.ctas)));
 }
 
-CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms) {
+CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, bool fp8) {
   CalibratedTime t;
   const Tiling& tl = op.tiling;
-  t.waves = wave_efficiency(launched_ctas(tl, sms), sms);
+  const bool unsplit = !k.split_kv && tl.unsplit_ctas > 0;
+  t.waves = wave_efficiency(unsplit ? tl.unsplit_ctas : launched_ctas(tl, sms), sms);
   const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
-  double compute = flops / (peak.value * k.eta_compute * t.waves);
-  if (tl.longest_cta_flops > 0 && sms > 0) compute = std::max(compute, tl.longest_cta_flops / (peak.value / sms * k.eta_compute));
+  const double eta_c = fp8 && k.eta_compute_fp8 ? *k.eta_compute_fp8 : k.eta_compute;
+  double compute = flops / (peak.value * eta_c * t.waves);
+  if (tl.longest_cta_flops > 0 && sms > 0) compute = std::max(compute, tl.longest_cta_flops / (peak.value / sms * eta_c));
   t.compute = Seconds{compute};
-  t.memory = Seconds{op.bytes().value / (bandwidth.value * k.eta_memory * t.waves)};
+  if (unsplit) {
+    // Every head tile's CTA reads its sequence's cache.
+    double memory = tl.unsplit_bytes / (bandwidth.value * k.eta_memory * t.waves);
+    if (sms > 0) memory = std::max(memory, tl.unsplit_longest_bytes / (bandwidth.value / sms * k.eta_memory));
+    t.memory = Seconds{memory};
+  } else {
+    t.memory = Seconds{op.bytes().value / (bandwidth.value * k.eta_memory * t.waves)};
+  }
   t.fixed = Seconds{std::max(1.0, tl.launches) * (k.fixed.value + tl.sequences * k.per_sequence.value)};
   return t;
 }

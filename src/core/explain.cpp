@@ -425,18 +425,31 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const KernelFamily fam = *rf.fit_family(family_of(op.id));
     const KernelEfficiency& k = *rf.kernels[static_cast<std::size_t>(fam)];
     const Tiling& tl = op.tiling;
-    const double ctas = launched_ctas(tl, rf.sms), w = wave_efficiency(ctas, rf.sms);
+    // The same choices calibrated_time makes: the unsplit launch where the family's kernel does not
+    // split keys, the fp8 efficiency for fp8 kernels where the family has one.
+    const bool unsplit = !k.split_kv && tl.unsplit_ctas > 0;
+    const bool at_fp8 = fp8 || rf.fp8_compute;
+    const double eta_c = at_fp8 && k.eta_compute_fp8 ? *k.eta_compute_fp8 : k.eta_compute;
+    const double ctas = unsplit ? tl.unsplit_ctas : launched_ctas(tl, rf.sms), w = wave_efficiency(ctas, rf.sms);
     const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
-    std::string cta;
-    if (tl.longest_cta_flops > 0 && rf.sms > 0)
-      cta = cat(", F_cta / (", fp8 ? "peak_fp8" : "peak", " / SMs · η_c) = ", num(tl.longest_cta_flops), " / (", si(peak.value, "FLOP/s"), " / ", num(rf.sms),
-                " · ", plain(k.eta_compute), ")");
+    const double bytes = unsplit ? tl.unsplit_bytes : op.bytes().value;
+    std::string cta, cta_formula;
+    if (tl.longest_cta_flops > 0 && rf.sms > 0) {
+      cta = cat(", F_cta / (", at_fp8 ? "peak_fp8" : "peak", " / SMs · η_c) = ", num(tl.longest_cta_flops), " / (", si(peak.value, "FLOP/s"), " / ",
+                num(rf.sms), " · ", plain(eta_c), ")");
+      cta_formula = ", F_cta / (peak / SMs · η_c)";
+    }
+    if (unsplit && rf.sms > 0) {
+      cta += cat(", B_cta / (bandwidth / SMs · η_m) = ", num(tl.unsplit_longest_bytes), " / (", si(rf.bandwidth.value, "B/s"), " / ", num(rf.sms), " · ",
+                 plain(k.eta_memory), ")");
+      cta_formula += ", B_cta / (bandwidth / SMs · η_m)";
+    }
     return real_step(quantity,
-                     cat("launches · (t_fixed + sequences · t_seq) + max(F", tl.padded_flops > 0 ? " (padded tiles)" : "", " / (", fp8 ? "peak_fp8" : "peak",
-                         " · η_c · w), B / (bandwidth · η_m · w)", cta.empty() ? "" : ", F_cta / (peak / SMs · η_c)", "), w = CTAs / (⌈CTAs / SMs⌉ · SMs); ",
-                         to_string(fam), " family"),
+                     cat("launches · (t_fixed + sequences · t_seq) + max(F", tl.padded_flops > 0 ? " (padded tiles)" : "", " / (", at_fp8 ? "peak_fp8" : "peak",
+                         " · η_c · w), B", unsplit ? " (every head tile's cache read, no split-KV)" : "", " / (bandwidth · η_m · w)", cta_formula,
+                         "), w = CTAs / (⌈CTAs / SMs⌉ · SMs); ", to_string(fam), " family", at_fp8 && k.eta_compute_fp8 ? ", fp8 η_c" : ""),
                      cat(num(std::max(1.0, tl.launches)), " · (", secs(k.fixed.value), " + ", num(tl.sequences), " · ", secs(k.per_sequence.value), ") + max(",
-                         num(flops), " / (", si(peak.value, "FLOP/s"), " · ", plain(k.eta_compute), " · ", plain(w), "), ", num(op.bytes().value), " / (",
+                         num(flops), " / (", si(peak.value, "FLOP/s"), " · ", plain(eta_c), " · ", plain(w), "), ", num(bytes), " / (",
                          si(rf.bandwidth.value, "B/s"), " · ", plain(k.eta_memory), " · ", plain(w), ")", cta, "); w = ", num(ctas), " / (⌈",
                          num(ctas), " / ", num(rf.sms), "⌉ · ", num(rf.sms), ")"),
                      cat(secs(t.time.value), " = ", secs(t.fixed.value), " + ", secs(std::max(t.compute, t.memory).value),

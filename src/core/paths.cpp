@@ -152,9 +152,10 @@ double capped_pairs(double query, double prefix, double cap, bool causal) {
 
 // Kernel tiles, for calibrated time (efficiency.hpp): GEMMs in 128 x 128 output tiles (split-K below); the latent
 // kernel packs a sequence's Q·h_t query rows into tiles of 64 (FlashMLA's block of heads, padded)
-// and walks its keys in blocks of 256; flash attention runs one thread block per 128 queries and
+// and splits its keys into blocks of 64 (FlashMLA's scheduler, block_size_n 64 in
+// csrc/api/dense_decode.h:103 @9241ae3) spread over the SMs; flash attention runs one thread block per 128 queries and
 // head, and the block of a causal prefill's last queries sees every key.
-constexpr double kGemmTile = 128, kLatentRows = 64, kLatentKeys = 256, kFlashQueries = 128;
+constexpr double kGemmTile = 128, kLatentRows = 64, kLatentKeys = 64, kFlashQueries = 128;
 // A GEMM with fewer output tiles than SMs splits its reduction (split-K, as cuBLAS and DeepGEMM do
 // for skinny shapes) into slices of at least 512.
 constexpr double kSplitKMin = 512;
@@ -232,6 +233,13 @@ Tiling latent_tiling(const MlaGeometry& g, const Workload& w, double topk) {
     t.sequences += b;
     t.ctas += b * tiles * std::ceil(keys / kLatentKeys);
     t.padded_flops += b * pairs * absorb_flops_per_pair(g).value * tiles * kLatentRows / rows;
+    // One CTA per sequence and head tile: it reads the sequence's cached keys and its tile's queries
+    // and writes its tile's latent output (no partials to merge).
+    const double tile_rows = std::min(rows, kLatentRows);
+    const double cta_bytes = keys * g.cache_bytes_per_token + tile_rows * ((g.r + g.d_r) + g.r) * g.act_bytes;
+    t.unsplit_ctas += b * tiles;
+    t.unsplit_bytes += b * tiles * cta_bytes;
+    t.unsplit_longest_bytes = std::max(t.unsplit_longest_bytes, cta_bytes);
   }
   return t;
 }

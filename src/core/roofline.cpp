@@ -13,6 +13,7 @@ Roofline roofline_for(const HardwareSpec& hw, DType compute, const Efficiency& e
   rf.launch = launch;
   rf.eta_source = eta.source;
   rf.peak_fp8 = hw.peak_flops(DType::fp8).value_or(FlopsPerSecond{0});
+  rf.fp8_compute = compute == DType::fp8 && rf.peak_fp8.value > 0;
   return rf;
 }
 
@@ -38,6 +39,7 @@ Roofline speed_of_light(const Roofline& rf) {
   s.peak = rf.peak;
   s.bandwidth = rf.bandwidth;
   s.peak_fp8 = rf.peak_fp8;
+  s.fp8_compute = rf.fp8_compute;
   return s;
 }
 
@@ -62,7 +64,8 @@ OpTime op_time(const Op& op, const Roofline& rf) {
   OpTime t;
   t.intensity = op.bytes().value > 0 ? op.flops / op.bytes() : 0;
   if (const auto fam = rf.fit_family(family_of(op.id))) {
-    const CalibratedTime c = calibrated_time(op, *rf.kernels[static_cast<std::size_t>(*fam)], op_peak(op, rf), rf.bandwidth, rf.sms);
+    const bool fp8 = (op.fp8 && rf.peak_fp8.value > 0) || rf.fp8_compute;
+    const CalibratedTime c = calibrated_time(op, *rf.kernels[static_cast<std::size_t>(*fam)], op_peak(op, rf), rf.bandwidth, rf.sms, fp8);
     t.compute = c.compute, t.memory = c.memory, t.fixed = c.fixed, t.time = c.time();
     t.compute_bound = t.compute >= t.memory;
     t.calibrated = true;

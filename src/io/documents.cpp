@@ -58,11 +58,16 @@ void add_efficiency_table(Document& doc, const Roofline& rf) {
   Table t{.name = "efficiency", .title = "Calibrated kernel families (other ops at speed of light): " + rf.eta_source,
           .columns = {{"family", "kernel family", Unit::text}, {"fixed_s", "fixed per launch", Unit::seconds},
                       {"per_sequence_s", "per sequence", Unit::seconds}, {"eta_compute", "η compute", Unit::fraction},
-                      {"eta_memory", "η memory", Unit::fraction}, {"rows", "rows fitted", Unit::count}},
+                      {"eta_compute_fp8", "η compute fp8", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
+                      {"split_kv", "split-KV", Unit::text}, {"rows", "rows fitted", Unit::count}},
           .rows = {}};
   for (int i = 0; i < kKernelFamilyCount; ++i)
-    if (const auto& k = rf.kernels[static_cast<std::size_t>(i)])
-      t.rows.push_back({std::string(to_string(static_cast<KernelFamily>(i))), k->fixed.value, k->per_sequence.value, k->eta_compute, k->eta_memory, k->rows});
+    if (const auto& k = rf.kernels[static_cast<std::size_t>(i)]) {
+      const auto f = static_cast<KernelFamily>(i);
+      const bool latent = f == KernelFamily::absorbed_decode || f == KernelFamily::sparse_decode;
+      t.rows.push_back({std::string(to_string(f)), k->fixed.value, k->per_sequence.value, k->eta_compute,
+                        k->eta_compute_fp8 ? Value{*k->eta_compute_fp8} : Value{}, k->eta_memory, std::string(!latent ? "-" : k->split_kv ? "yes" : "no"), k->rows});
+    }
   doc.tables.push_back(std::move(t));
 }
 

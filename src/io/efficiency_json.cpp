@@ -92,15 +92,20 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
       fail_key(where, "kernels." + name, show_json(k), "unknown kernel family" + did_you_mean(name, all));
     }
     const std::string prefix = "kernels." + name;
-    only_keys(k, where, prefix, {"fixed_s", "per_sequence_s", "eta_compute", "eta_memory", "rows"});
+    only_keys(k, where, prefix, {"fixed_s", "per_sequence_s", "eta_compute", "eta_compute_fp8", "eta_memory", "split_kv", "rows"});
     for (const char* key : {"fixed_s", "per_sequence_s", "eta_compute", "eta_memory", "rows"})
       if (!k.contains(key)) fail_key(where, prefix + "." + key, "(absent)", "required for every kernel family");
     KernelEfficiency e;
     e.fixed = Seconds{number(k["fixed_s"], where, prefix + ".fixed_s", 0, 1, false)};
     e.per_sequence = Seconds{number(k["per_sequence_s"], where, prefix + ".per_sequence_s", 0, 1, false)};
     e.eta_compute = number(k["eta_compute"], where, prefix + ".eta_compute", 0, 1, true);
+    if (k.contains("eta_compute_fp8")) e.eta_compute_fp8 = number(k["eta_compute_fp8"], where, prefix + ".eta_compute_fp8", 0, 1, true);
     e.eta_memory = number(k["eta_memory"], where, prefix + ".eta_memory", 0, 1, true);
     e.rows = count(k["rows"], where, prefix + ".rows");
+    if (k.contains("split_kv")) {
+      if (!k["split_kv"].is_boolean()) fail_key(where, prefix + ".split_kv", show_json(k["split_kv"]), "expected true or false");
+      e.split_kv = k["split_kv"].get<bool>();
+    }
     p.kernels[static_cast<std::size_t>(*f)] = e;
   }
   return p;
@@ -114,8 +119,9 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
   if (!p.gpu.empty()) j["gpu"] = p.gpu;
   j["written_by"] = p.written_by;
   j["transfer_rule"] =
-      "t = launches·(fixed_s + sequences·per_sequence_s) + max(F / (peak·eta_compute·w), B / (bandwidth·eta_memory·w), F_cta / (peak/SMs·eta_compute)), "
-      "w = CTAs / (ceil(CTAs / SMs)·SMs); a GPU without its own profile takes its architecture's (else the one over every architecture) "
+      "t = launches·(fixed_s + sequences·per_sequence_s) + max(F / (peak·eta_compute·w) (fp8 kernels: the fp8 peak·eta_compute_fp8 where given), B / (bandwidth·eta_memory·w), F_cta / (peak/SMs·eta_compute)), "
+      "w = CTAs / (ceil(CTAs / SMs)·SMs); latent attention with split_kv false: one CTA per sequence and 64-head tile walks all its keys, "
+      "B counts every tile's cache read and the time is at least the longest CTA's bytes / (bandwidth/SMs·eta_memory); a GPU without its own profile takes its architecture's (else the one over every architecture) "
       "with its own datasheet peak, bandwidth and SM count";
   j["fitted_on"] = nlohmann::ordered_json::array();
   for (const FittedTable& t : p.fitted_on) {
@@ -129,9 +135,16 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
     j["fitted_on"].push_back(r);
   }
   for (int i = 0; i < kKernelFamilyCount; ++i)
-    if (const auto& k = p.kernels[static_cast<std::size_t>(i)])
-      j["kernels"][std::string(to_string(static_cast<KernelFamily>(i)))] = {{"fixed_s", k->fixed.value}, {"per_sequence_s", k->per_sequence.value},
-                                                                           {"eta_compute", k->eta_compute}, {"eta_memory", k->eta_memory}, {"rows", k->rows}};
+    if (const auto& k = p.kernels[static_cast<std::size_t>(i)]) {
+      nlohmann::ordered_json& e = j["kernels"][std::string(to_string(static_cast<KernelFamily>(i)))];
+      e = {{"fixed_s", k->fixed.value}, {"per_sequence_s", k->per_sequence.value}, {"eta_compute", k->eta_compute}};
+      if (k->eta_compute_fp8) e["eta_compute_fp8"] = *k->eta_compute_fp8;
+      e["eta_memory"] = k->eta_memory;
+      // Written for the latent attention families, where it changes the time.
+      const auto f = static_cast<KernelFamily>(i);
+      if (f == KernelFamily::absorbed_decode || f == KernelFamily::sparse_decode) e["split_kv"] = k->split_kv;
+      e["rows"] = k->rows;
+    }
   return j;
 }
 

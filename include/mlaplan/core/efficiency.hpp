@@ -47,7 +47,17 @@ struct KernelEfficiency {
   Seconds fixed{0};         // per launch
   Seconds per_sequence{0};  // per sequence the kernel walks
   double eta_compute = 1;   // of the dense peak, in a full wave
+  // Of the fp8 peak, for the family's fp8 kernels (fp8 GEMMs, the fp8 context attention), where it was
+  // fitted apart: an fp8 kernel seldom reaches the same fraction of twice the peak (quantisation,
+  // scales, a bf16 output). Absent: eta_compute.
+  std::optional<double> eta_compute_fp8;
   double eta_memory = 1;    // of the memory bandwidth, in a full wave
+  // Latent attention only: whether the kernel splits a sequence's keys over thread blocks to fill the
+  // SMs (FlashMLA, FlashInfer, TensorRT-LLM on Hopper and Blackwell) or gives each sequence and head
+  // tile one block that walks all its keys (TensorRT-LLM 1.0's generation MLA on the A100, whose
+  // table's batch-1 time grows with the keys at 0.12 µs each whatever the heads). Fitted: the better
+  // of the two on the rows.
+  bool split_kv = true;
   std::int64_t rows = 0;    // measurements it was fitted on
 };
 
@@ -85,7 +95,9 @@ double wave_efficiency(double ctas, double sms);
 double launched_ctas(const Tiling& t, double sms);
 
 // Time of an op under a family's parameters on a GPU of `peak` FLOP/s (the op's own: fp8 for fp8
-// ops), `bandwidth` and `sms` SMs.
+// ops), `bandwidth` and `sms` SMs. A latent attention op under a family with split_kv false runs its
+// unsplit launch: w from its CTAs, the bytes every CTA reads, and no faster than its longest CTA at
+// one SM's share of the bandwidth, B_cta / (bandwidth/SMs·η_m).
 struct CalibratedTime {
   Seconds fixed{0};    // launches·(t_fixed + sequences·t_seq)
   Seconds compute{0};  // F / (peak·η_c·w), or the longest CTA where that is longer
@@ -93,6 +105,7 @@ struct CalibratedTime {
   double waves = 1;    // w
   Seconds time() const { return fixed + (compute > memory ? compute : memory); }
 };
-CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms);
+// `fp8`: the op runs at the fp8 peak (eta_compute_fp8 where the family has it).
+CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, bool fp8);
 
 }  // namespace mlaplan

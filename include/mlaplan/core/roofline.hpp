@@ -18,6 +18,7 @@ struct Roofline {
   // The fp8 tensor peak, for ops that run in fp8 whatever the compute dtype (DeepSeek-V3.2's
   // indexer); 0: the GPU has none, and they run at `peak`.
   FlopsPerSecond peak_fp8{0};
+  bool fp8_compute = false;  // `peak` is the fp8 peak (the compute dtype is fp8)
   // Calibrated families (efficiency.hpp): an op of a family the profile has takes its calibrated
   // time on `sms` SMs; the others take the uniform efficiencies above and `launch`.
   std::array<std::optional<KernelEfficiency>, kKernelFamilyCount> kernels{};
