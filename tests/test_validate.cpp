@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "against.hpp"
+#include "cpu_backend.hpp"
 #include "fit.hpp"
 #include "harness.hpp"
 #include "helpers.hpp"
@@ -62,7 +63,7 @@ MeasuredRun synthetic_run(std::uint64_t seed) {
     const PathPlan plan = mla_path(model_for(g.shapes[i]), w, PathKind::absorb);
     Seconds path{0};
     for (const Op& op : plan) {
-      const Seconds t = predict(truth, op.flops, op.bytes(), 0, mr.rf);
+      const Seconds t = predict(truth, op.flops, op.bytes(), 0, mr.rf, mr.rf.bandwidth);
       path += t;
       mr.samples.push_back(Sample{.shape = g.shapes[i], .path = PathKind::absorb, .op = op.id, .flops = op.flops, .bytes = op.bytes(),
                                   .calls = 0, .measured = t, .spread = 0.01, .sol = op_time(op, mr.rf).time, .fit = Seconds{0},
@@ -110,15 +111,44 @@ TEST_CASE("The per-kernel fit recovers efficiencies, fixed and per-call costs it
     s.flops = Flops{std::pow(10.0, 6 + 4 * u(rng))};
     s.bytes = BytesF{std::pow(10.0, 5 + 4 * u(rng))};
     s.calls = std::floor(1 + 100 * u(rng));
-    s.measured = predict(truth, s.flops, s.bytes, s.calls, rf);
+    s.measured = predict(truth, s.flops, s.bytes, s.calls, rf, rf.bandwidth);
     train.push_back(s);
   }
   const auto fits = fit_kernels(train, rf);
   REQUIRE(fits.size() == 1);
   CHECK(fits[0].op == OpId::kv_up_proj);
-  for (const Sample& s : train) CHECK(predict(fits[0], s.flops, s.bytes, s.calls, rf).value == Approx(s.measured.value).epsilon(0.1));
+  for (const Sample& s : train) CHECK(predict(fits[0], s.flops, s.bytes, s.calls, rf, rf.bandwidth).value == Approx(s.measured.value).epsilon(0.1));
   CHECK(fits[0].eta_compute == Approx(0.5).epsilon(0.15));
   CHECK(fits[0].eta_memory == Approx(0.8).epsilon(0.15));
+}
+
+TEST_CASE("The cache level: from a copy sweep, and the bandwidth an op's working set streams at", "[validate]") {
+  const Roofline rf = machine();  // DRAM: rf.bandwidth
+  const double mib = 1 << 20, dram = rf.bandwidth.value;
+  // A sweep like this machine's: 4 MiB at 2.5x DRAM, falling past 16 MiB.
+  const std::vector<std::pair<double, double>> sweep{{1 * mib, 4.0 * dram}, {2 * mib, 2.7 * dram}, {4 * mib, 2.5 * dram}, {8 * mib, 2.6 * dram},
+                                                     {16 * mib, 2.6 * dram}, {32 * mib, 1.5 * dram}, {64 * mib, 1.1 * dram}};
+  // The geometric mean of 2.5x and 1x DRAM is 1.58x: 32 MiB at 1.5x is past it, 16 MiB the capacity.
+  const CacheLevel c = cache_level(sweep, rf.bandwidth);
+  CHECK(c.bytes == 16 * mib);
+  CHECK(c.bandwidth.value == Approx(2.5 * dram));
+  CHECK(stream_bandwidth(16 * mib, c, rf).value == Approx(2.5 * dram));
+  CHECK(stream_bandwidth(16 * mib + 1, c, rf).value == dram);
+  CHECK(stream_bandwidth(1e12, CacheLevel{}, rf).value == dram);
+  CHECK(stream_bandwidth(1, CacheLevel{}, rf).value == dram);
+  // No level where the cache is not 30% faster than DRAM.
+  CHECK(cache_level({{4 * mib, 1.2 * dram}, {64 * mib, dram}}, rf.bandwidth).bytes == 0);
+  // The fit times a resident op at the cache's bandwidth: the same bytes, 2.5x faster.
+  const KernelFit f{.op = OpId::rope_k_broadcast, .eta_compute = 1, .eta_memory = 0.5, .t0 = Seconds{0}, .t_call = Seconds{0}};
+  const Seconds resident = predict(f, Flops{0}, BytesF{8 * mib}, 0, rf, stream_bandwidth(8 * mib, c, rf));
+  const Seconds streamed = predict(f, Flops{0}, BytesF{8 * mib}, 0, rf, rf.bandwidth);
+  CHECK(streamed.value / resident.value == Approx(2.5));
+  // The CPU backend's working sets: the chunk loop's ops touch one chunk's share of their bytes.
+  const MlaShape s{.heads = 16, .batch = 1, .query = 8, .prefix = 8191, .chunk = 1024};  // 8,199 keys: 9 chunks
+  CHECK(cpu_working_set(PathKind::chunked, OpId::rope_k_broadcast, s, 9e6) == Approx(1e6));
+  CHECK(cpu_working_set(PathKind::chunked, OpId::attention_mha_chunk, s, 9e6) == Approx(1e6));
+  CHECK(cpu_working_set(PathKind::expand, OpId::rope_k_broadcast, s, 9e6) == 9e6);
+  CHECK(cpu_working_set(PathKind::absorb, OpId::latent_attention_mqa, s, 9e6) == 9e6);
 }
 
 TEST_CASE("The grid fit returns the grid point that minimises the loss, first one on ties", "[validate]") {

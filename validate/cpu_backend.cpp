@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "fit.hpp"
 #include "kernels_cpu.hpp"
 
 namespace mlaplan::validate {
@@ -44,10 +45,21 @@ double cpu_calls(PathKind path, OpId op, const MlaShape& s) {
     case OpId::latent_attention_mqa: return b * blocks;  // per sequence and key block
     case OpId::q_absorb_w_uk:
     case OpId::out_absorb_w_uv: return h;  // one product per head
-    case OpId::rope_k_broadcast: return h * (path == PathKind::chunked ? chunks : 1);  // per head, per chunk
+    case OpId::rope_k_broadcast: return path == PathKind::chunked ? chunks : 1;  // one contiguous pass per chunk
     case OpId::kv_up_proj_chunk: return chunks;
     case OpId::lse_merge: return s.tokens() * h;  // per output row
     default: return 1;
+  }
+}
+
+double cpu_working_set(PathKind path, OpId op, const MlaShape& s, double bytes) {
+  // The chunk loop's ops reuse one chunk's workspace: a chunk's share of their bytes stays touched.
+  const double chunks = std::ceil(static_cast<double>(s.keys()) / s.chunk);
+  switch (op) {
+    case OpId::kv_up_proj_chunk:
+    case OpId::attention_mha_chunk: return bytes / chunks;
+    case OpId::rope_k_broadcast: return path == PathKind::chunked ? bytes / chunks : bytes;
+    default: return bytes;
   }
 }
 
@@ -67,6 +79,7 @@ MeasuredRun measure_cpu(const CpuOptions& opt, const std::function<void(const st
   mr.kv = KvDtype::fp32;
   mr.weights = WeightDtype::fp32;
   mr.calls = cpu_calls;
+  mr.working_set = cpu_working_set;
   mr.hardware_file = "calibrated-cpu.json";
 
   // 1. Every kernel against its float64 reference, on fresh random inputs.
@@ -98,9 +111,18 @@ MeasuredRun measure_cpu(const CpuOptions& opt, const std::function<void(const st
                  {"peak_fp32", "measured: Eigen fp32 GEMM (mlaplan validate)"},
                  {"sm_count", "one core used"}};
   mr.rf = roofline_for(cpu, DType::fp32, Efficiency{});
-  mr.calibration = fmt::format("triad {:.1f} GB/s (read {:.1f}, copy {:.1f}); fp32 GEMM {:.1f} GFLOP/s; ridge {:.1f} FLOP/B",
+  // The cache level: copy bandwidth from 1 MiB to 64 MiB working sets.
+  std::vector<std::pair<double, double>> sweep;
+  for (std::size_t mib = 1; mib <= 64; mib *= 2) sweep.push_back({static_cast<double>(mib << 20), measure_copy(mib << 20)});
+  mr.cache = cache_level(sweep, cpu.memory_bandwidth);
+  std::string swept;
+  for (const auto& [bytes, bw] : sweep) swept += fmt::format("{}{:.0f} MiB {:.0f}", swept.empty() ? "" : ", ", bytes / (1 << 20), bw / 1e9);
+  mr.calibration = fmt::format("triad {:.1f} GB/s (read {:.1f}, copy {:.1f}); fp32 GEMM {:.1f} GFLOP/s; ridge {:.1f} FLOP/B; copy by working set "
+                               "(GB/s): {}; cache level: {}",
                                stream.triad_bytes_per_s / 1e9, stream.read_bytes_per_s / 1e9, stream.copy_bytes_per_s / 1e9,
-                               gemm / 1e9, mr.rf.ridge());
+                               gemm / 1e9, mr.rf.ridge(), swept,
+                               mr.cache.bytes > 0 ? fmt::format("{:.0f} GB/s up to {:.0f} MiB", mr.cache.bandwidth.value / 1e9, mr.cache.bytes / (1 << 20))
+                                                  : std::string("none"));
 
   // 3. The grid: heads per rank as DeepSeek-V3's 128 under TP 16/8/4, batch, query and prefix.
   Grid grid = checkerboard_grid(opt.quick ? std::vector<int>{8, 16} : std::vector<int>{8, 16, 32},

@@ -16,6 +16,9 @@ struct CpuOptions {
 
 // The inner calls a CPU kernel makes: one small product per head and key block of 256, and so on.
 double cpu_calls(PathKind path, OpId op, const MlaShape& s);
+// The bytes of `op` (of `bytes` in all) its repeated runs keep touching: a chunk's share for the ops
+// of the chunk loop, all of them otherwise.
+double cpu_working_set(PathKind path, OpId op, const MlaShape& s, double bytes);
 
 // Measures; a failed float64 check stops the run before any timing (the run then has checks only).
 MeasuredRun measure_cpu(const CpuOptions& opt, const std::function<void(const std::string&)>& progress);

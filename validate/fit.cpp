@@ -77,11 +77,27 @@ std::vector<double> geometric_axis(double lo, double hi, int steps) {
   return v;
 }
 
-Seconds predict(const KernelFit& f, Flops flops, BytesF bytes, double calls, const Roofline& rf) {
-  return std::max(flops / (rf.peak * f.eta_compute), bytes / (rf.bandwidth * f.eta_memory)) + f.t0 + f.t_call * calls;
+BytesPerSecond stream_bandwidth(double working_set, const CacheLevel& cache, const Roofline& rf) {
+  return cache.bytes > 0 && working_set <= cache.bytes ? cache.bandwidth : rf.bandwidth;
 }
 
-std::vector<KernelFit> fit_kernels(const std::vector<Sample>& train, const Roofline& rf) {
+CacheLevel cache_level(const std::vector<std::pair<double, double>>& sweep, BytesPerSecond dram) {
+  double at4 = 0;
+  for (const auto& [bytes, bw] : sweep)
+    if (bytes <= 4.0 * (1 << 20)) at4 = bw;
+  if (!(at4 > 1.3 * dram.value)) return {};
+  const double mid = std::sqrt(at4 * dram.value);
+  CacheLevel c{.bytes = 0, .bandwidth = BytesPerSecond{at4}};
+  for (const auto& [bytes, bw] : sweep)
+    if (bw >= mid) c.bytes = bytes;
+  return c;
+}
+
+Seconds predict(const KernelFit& f, Flops flops, BytesF bytes, double calls, const Roofline& rf, BytesPerSecond bandwidth) {
+  return std::max(flops / (rf.peak * f.eta_compute), bytes / (bandwidth * f.eta_memory)) + f.t0 + f.t_call * calls;
+}
+
+std::vector<KernelFit> fit_kernels(const std::vector<Sample>& train, const Roofline& rf, const CacheLevel& cache) {
   // One fit per kernel (op id): the latent MQA and the per-head MHA are both attention but are
   // different kernels with different efficiencies.
   std::map<OpId, std::vector<const Sample*>> by_op;
@@ -108,7 +124,8 @@ std::vector<KernelFit> fit_kernels(const std::vector<Sample>& train, const Roofl
         [&](const std::vector<double>& p) {
           const KernelFit f = model(p);
           double loss = 0;
-          for (const Sample* x : samples) loss += log_error_sq(predict(f, x->flops, x->bytes, x->calls, rf), x->measured);
+          for (const Sample* x : samples)
+            loss += log_error_sq(predict(f, x->flops, x->bytes, x->calls, rf, stream_bandwidth(x->working_set, cache, rf)), x->measured);
           return loss;
         },
         2);
@@ -121,11 +138,6 @@ const KernelFit* fit_for(const std::vector<KernelFit>& fits, OpId op) {
   for (const KernelFit& f : fits)
     if (f.op == op) return &f;
   return nullptr;
-}
-
-Seconds predict_op(const Op& op, double calls, const std::vector<KernelFit>& fits, const Roofline& rf) {
-  const KernelFit* f = fit_for(fits, op.id);
-  return f ? predict(*f, op.flops, op.bytes(), calls, rf) : op_time(op, rf).time;
 }
 
 ErrorStats ape_stats(std::vector<double> e) {

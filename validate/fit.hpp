@@ -26,18 +26,26 @@ std::vector<double> geometric_axis(double lo, double hi, int steps);
 
 // The microkernel model of one kernel: time = max(F / (peak·η_c), B / (bandwidth·η_m)) + t0 +
 // calls · t_call: efficiencies of its inner loop, a fixed cost, and a per-call dispatch cost.
+// The bandwidth an op's traffic streams at: the cache's where its working set fits, else DRAM's.
+BytesPerSecond stream_bandwidth(double working_set, const CacheLevel& cache, const Roofline& rf);
+// The level from a copy sweep (working set, bytes per second) ascending in size, against DRAM's
+// bandwidth: the bandwidth at 4 MiB (past a core's L2, within a last-level cache), and as capacity the
+// largest set that still copies faster than the geometric mean of that and DRAM's; none where the
+// cache is not 30% faster than DRAM.
+CacheLevel cache_level(const std::vector<std::pair<double, double>>& sweep, BytesPerSecond dram);
+
 struct KernelFit {
   OpId op = OpId::q_proj;
   double eta_compute = 1, eta_memory = 1;
   Seconds t0{0}, t_call{0};
   int train_points = 0;
 };
-Seconds predict(const KernelFit& f, Flops flops, BytesF bytes, double calls, const Roofline& rf);
-// One fit per op id over the training samples (paths excluded).
-std::vector<KernelFit> fit_kernels(const std::vector<Sample>& train, const Roofline& rf);
+// `bandwidth`: what the op's bytes stream at (stream_bandwidth; DRAM's without a cache level).
+Seconds predict(const KernelFit& f, Flops flops, BytesF bytes, double calls, const Roofline& rf, BytesPerSecond bandwidth);
+// One fit per op id over the training samples (paths excluded), each sample's bytes at the bandwidth
+// its working set streams at.
+std::vector<KernelFit> fit_kernels(const std::vector<Sample>& train, const Roofline& rf, const CacheLevel& cache = {});
 const KernelFit* fit_for(const std::vector<KernelFit>& fits, OpId op);
-// An op of a plan predicted with its kernel's fit; speed of light where the op has no fit.
-Seconds predict_op(const Op& op, double calls, const std::vector<KernelFit>& fits, const Roofline& rf);
 
 // |predicted − measured| / measured over a set: median and 90th percentile.
 struct ErrorStats {

@@ -18,6 +18,14 @@
 
 namespace mlaplan::validate {
 
+// A memory level above DRAM that an op's repeated runs stay in when their working set fits: a CPU's
+// last-level cache, calibrated by a copy sweep (`bytes` 0: none, every op streams from DRAM; GPU runs
+// flush L2 or time past it).
+struct CacheLevel {
+  double bytes = 0;
+  BytesPerSecond bandwidth{0};
+};
+
 // One timed op (or whole path) at one shape, with its predictions.
 struct Sample {
   MlaShape shape;
@@ -26,6 +34,7 @@ struct Sample {
   Flops flops{0};
   BytesF bytes{0};
   double calls = 0;         // inner calls the backend's kernel makes (its dispatch cost)
+  double working_set = 0;   // bytes its repeated runs keep touching (MeasuredRun::working_set; 0: none)
   Seconds measured{0};      // median
   double spread = 0;        // (p75 − p25) / median
   Seconds sol{0};           // speed of light
@@ -113,6 +122,10 @@ struct MeasuredRun {
   std::vector<CrossoverSweep> sweeps;
   std::vector<std::string> extra_summary;
   CallCount calls;             // the backend's dispatch count (null: none)
+  // The bytes an op's repeated runs keep touching (a chunk loop reuses its workspace per chunk), from
+  // the op's bytes; null: all of them. Against `cache`, whether they stream from a cache or DRAM.
+  std::function<double(PathKind path, OpId op, const MlaShape& s, double bytes)> working_set;
+  CacheLevel cache;
   // The split-KV partitions the backend's absorbed decode uses at a shape (null: one), so that a
   // prediction costs the split path that was timed.
   std::function<std::int64_t(const MlaShape&)> kv_splits;

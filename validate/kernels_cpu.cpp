@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace mlaplan::validate {
@@ -130,10 +131,23 @@ void out_absorb_w_uv(MlaBuffers& b) {
 
 void kv_up_proj(MlaBuffers& b) { b.kv.noalias() = b.cache.leftCols(b.s.r) * b.w_ukv; }
 
-void rope_k_broadcast(MlaBuffers& b) {
+namespace {
+// Copies the shared RoPE key of `rows` cache rows from `first` into every head's slot of `dst`, one
+// destination row after another: the output is written as one contiguous stream (a loop over heads
+// outside, writing a column block of every row, strides by a power-of-two row width and thrashes the
+// cache sets at 16 or more heads).
+void broadcast_rope_rows(const MlaBuffers& b, MatF& dst, int first, int rows) {
   const MlaShape& s = b.s;
-  for (int head = 0; head < s.heads; ++head) b.rope.middleCols(head * s.d_r, s.d_r) = b.cache.rightCols(s.d_r);
+  const std::size_t bytes = static_cast<std::size_t>(s.d_r) * sizeof(float);
+  for (int t = 0; t < rows; ++t) {
+    const float* src = b.cache.data() + static_cast<Eigen::Index>(first + t) * b.cache.cols() + s.r;
+    float* out = dst.data() + static_cast<Eigen::Index>(t) * dst.cols();
+    for (int head = 0; head < s.heads; ++head) std::memcpy(out + static_cast<std::ptrdiff_t>(head) * s.d_r, src, bytes);
+  }
 }
+}  // namespace
+
+void rope_k_broadcast(MlaBuffers& b) { broadcast_rope_rows(b, b.rope, 0, static_cast<int>(b.rope.rows())); }
 
 void attention_mha(MlaBuffers& b) {
   const MlaShape& s = b.s;
@@ -168,7 +182,7 @@ void kv_up_proj_chunk(MlaBuffers& b, int c) {
 void rope_k_broadcast_chunk(MlaBuffers& b, int c) {
   const MlaShape& s = b.s;
   const int k0 = c * s.chunk, kb = std::min(s.chunk, s.keys() - k0);
-  for (int head = 0; head < s.heads; ++head) b.rope_chunk.block(0, head * s.d_r, kb, s.d_r) = b.cache.block(k0, s.r, kb, s.d_r);
+  broadcast_rope_rows(b, b.rope_chunk, k0, kb);
 }
 
 void attention_mha_chunk(MlaBuffers& b, int c) {
@@ -352,6 +366,19 @@ StreamResult measure_stream(std::size_t bytes_per_array) {
   r.copy_bytes_per_s = 2 * bytes / median_seconds([&] { bb = a; }, 7);
   r.triad_bytes_per_s = 3 * bytes / median_seconds([&] { a = bb + 3.0f * c; }, 7);
   return r;
+}
+
+double measure_copy(std::size_t bytes) {
+  const Eigen::Index n = static_cast<Eigen::Index>(bytes / 2 / sizeof(float));
+  VecF a = VecF::Constant(n, 1.0f), b = VecF::Constant(n, 2.0f);
+  // Enough copies per timing to last about a millisecond at 50 GB/s.
+  const int reps = std::max(1, static_cast<int>(50e6 / static_cast<double>(bytes)));
+  return static_cast<double>(reps) * 2.0 * static_cast<double>(n) * sizeof(float) / median_seconds([&] {
+           for (int i = 0; i < reps; ++i) {
+             b = a;
+             a(i % n) += 1.0f;  // keeps the copies from folding into one
+           }
+         }, 9);
 }
 
 double measure_gemm(int m, int k, int n) {

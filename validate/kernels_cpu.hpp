@@ -69,6 +69,9 @@ struct StreamResult {
   double read_bytes_per_s = 0, copy_bytes_per_s = 0, triad_bytes_per_s = 0;
 };
 StreamResult measure_stream(std::size_t bytes_per_array);
+// Copy bandwidth (bytes read + written per second) of a working set of `bytes` (two arrays of half
+// each) copied over and over: at small sets the caches serve it, at large ones DRAM.
+double measure_copy(std::size_t bytes);
 // Dense fp32 GEMM throughput [m, k] × [k, n], FLOP/s (median of repeats).
 double measure_gemm(int m, int k, int n);
 

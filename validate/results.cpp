@@ -85,17 +85,21 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
   std::vector<Sample>& samples = mr.samples;
 
   // Efficiencies fitted on the training half; errors judged on the held-out half.
+  // The bytes each op's repeated runs keep touching: against the cache level, where they stream from.
+  auto working_set = [&](PathKind path, OpId op, const MlaShape& at, double bytes) { return mr.working_set ? mr.working_set(path, op, at, bytes) : bytes; };
+  for (Sample& s : samples)
+    if (s.op) s.working_set = working_set(s.path, *s.op, s.shape, s.bytes.value);
   std::vector<Sample> train;
   for (const Sample& s : samples)
     if (s.train) train.push_back(s);
-  const std::vector<KernelFit> fits = fit_kernels(train, rf);
+  const std::vector<KernelFit> fits = fit_kernels(train, rf, mr.cache);
   // An op timed only in the held-out half has no fit: it is predicted at speed of light, and said so.
   std::vector<std::string> notes;
   std::map<std::string, int> unfitted_ops;
   for (Sample& s : samples)
     if (s.op) {
       const KernelFit* f = fit_for(fits, *s.op);
-      s.fit = f ? predict(*f, s.flops, s.bytes, s.calls, rf) : s.sol;
+      s.fit = f ? predict(*f, s.flops, s.bytes, s.calls, rf, stream_bandwidth(s.working_set, mr.cache, rf)) : s.sol;
       if (!f) ++unfitted_ops[s.op_name()];
     }
   for (const auto& [op, n] : unfitted_ops)
@@ -164,7 +168,9 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
       for (const Op& op : plan_at(plan, q, at)) {
         const KernelFit* f = fit_for(fits, op.id);
         unfitted = unfitted || !f;
-        t += f ? predict(*f, op.flops, op.bytes(), mr.calls ? mr.calls(plan.kind, op.id, at) : 0, rf) : op_time(op, rf).time;
+        t += f ? predict(*f, op.flops, op.bytes(), mr.calls ? mr.calls(plan.kind, op.id, at) : 0, rf,
+                         stream_bandwidth(working_set(plan.kind, op.id, at, op.bytes().value), mr.cache, rf))
+               : op_time(op, rf).time;
       }
       return t;
     });
