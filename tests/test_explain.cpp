@@ -12,6 +12,7 @@
 #include "helpers.hpp"
 #include "mlaplan/core/explain.hpp"
 #include "mlaplan/core/study.hpp"
+#include "mlaplan/io/efficiency_json.hpp"
 
 using namespace mlaplan;
 using test::all_models;
@@ -284,6 +285,26 @@ TEST_CASE("cost --explain agrees with the study on every bundled model", "[expla
       w.groups = std::vector<SequenceGroup>{SequenceGroup{16, 1, 4096}, SequenceGroup{1, 2048, 100}};
       check_cost_explain(m, w, rf, std::nullopt);
     }
+}
+
+TEST_CASE("cost --explain agrees with the study under calibrated profiles: an unsplit decode kernel and fp8 compute", "[explain][property]") {
+  const ModelSpec m = load_model("deepseek-v3");
+  Workload w;
+  w.groups.assign(1, SequenceGroup{4, 1, 8191});
+  // A100's profile: its decode kernel walks every key in one block per sequence.
+  const Roofline a100 = default_roofline(load_gpu("a100"), DType::bf16, bundled_efficiency());
+  REQUIRE(a100.calibrated());
+  REQUIRE_FALSE(a100.kernels[static_cast<std::size_t>(KernelFamily::absorbed_decode)]->split_kv);
+  check_cost_explain(m, w, a100, std::nullopt);
+  const auto s = explain_cost(m, w, a100, cost_study(m, w, a100, std::nullopt, test::policies(), {}));
+  CHECK(step(s, "absorb latent_attention_mqa: time per layer").formula.find("no split-KV") != std::string::npos);
+  // H100 at fp8 compute: the fp8 families' own efficiency.
+  const Roofline h100 = default_roofline(load_gpu("h100"), DType::fp8, bundled_efficiency());
+  REQUIRE(h100.fp8_compute);
+  w.groups.assign(1, SequenceGroup{2, 3000, 0});
+  check_cost_explain(m, w, h100, std::nullopt);
+  const auto f = explain_cost(m, w, h100, cost_study(m, w, h100, std::nullopt, test::policies(), {}));
+  CHECK(step(f, "expand attention_mha: time per layer").formula.find("fp8 η_c") != std::string::npos);
 }
 
 TEST_CASE("crossover --explain agrees with the study on every bundled MLA model", "[explain][property]") {
