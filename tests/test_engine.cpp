@@ -570,7 +570,7 @@ TEST_CASE("Hostile dispatch profiles: one line naming the file and key and value
   CHECK(dispatch_error(other).find(": a policy key is snake_case and starts with 'sglang'") != std::string::npos);
   CHECK(dispatch_error(with("/policies", nlohmann::json::object())) == "d.json: key 'policies' = {}: expected an object of KEY -> rule");
   CHECK(dispatch_error(with("/fold_weights/value", "int3")) ==
-        "d.json: key 'fold_weights.value' = \"int3\": expected bf16, fp16, fp32, fp8, mxfp4, int4, int8 or \"checkpoint\"");
+        "d.json: key 'fold_weights.value' = \"int3\": expected bf16, fp16, fp32, fp8, fp8_tensor, mxfp4, int4, int8 or \"checkpoint\"");
   CHECK(dispatch_error(with("/chunk_tokens/value", -1)) ==
         "d.json: key 'chunk_tokens.value' = -1: expected a whole number of tokens from 0 to 10^12");
   CHECK(dispatch_error(with("/chunk_tokens", nullptr)) == "d.json: key 'chunk_tokens' = (absent): required in a dispatch profile");

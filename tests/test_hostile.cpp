@@ -128,7 +128,7 @@ TEST_CASE("Hostile flags: absurd contexts, unknown dtypes and GPUs, bad layouts"
   expect("crossover --prefix 0:1e15:+1", "--prefix: value '0:1e15:+1': more than 10000000 points");
   expect("kv --kv-dtype int3", "--kv-dtype: value 'int3': expected one of fp32, bf16, fp16, fp8, fp8_flashmla, fp4");
   expect("cost --dtype int3", "--dtype: value 'int3': expected one of fp32, tf32, bf16, fp16, fp8, fp4");
-  expect("capacity --weight-dtype int3", "--weight-dtype: value 'int3': expected one of fp32, bf16, fp16, fp8, mxfp4, int4, int8");
+  expect("capacity --weight-dtype int3", "--weight-dtype: value 'int3': expected one of fp32, bf16, fp16, fp8, fp8_tensor, mxfp4, int4, int8");
   expect("capacity -g tpu-v9", "--gpu: value 'tpu-v9': no bundled gpu or file by that name; run 'mlaplan gpus' to list them");
   expect("kv -m llama-3.1-70b --tp 32 --set num_key_value_heads=6 --set num_attention_heads=48 --set head_dim=128",
          "models/meta-llama--Llama-3.1-70B.json: key 'num_attention_heads' = 48: not divisible by --tp 32");

@@ -84,6 +84,32 @@ TEST_CASE("Worked example: DeepSeek-V3 decode on one GPU, MoE FLOPs and bytes by
   CHECK(r.tpot.value == Approx(r.step_time.value));
 }
 
+TEST_CASE("fp8 weights with per-tensor scales: fp8 GEMMs at the family's bf16 efficiency, block-scaled at its fp8 one", "[serving]") {
+  // Llama-3.1-8B prefill on H100 under its calibrated profile: the MLP's GEMMs are compute-bound, so
+  // their times differ by the two efficiencies (the bytes differ only by the scales).
+  const ModelSpec m = test::model("llama-3.1-8b");
+  const HardwareSpec hw = load_gpu("h100");
+  const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
+  const KernelEfficiency gemm = *rf.kernels[static_cast<std::size_t>(KernelFamily::gemm)];
+  REQUIRE(gemm.eta_compute_fp8);
+  auto mlp_time = [&](WeightDtype d) {
+    StepRequest req;
+    req.phase = Phase::prefill;
+    req.weights = weight_plan_for(m, d);
+    req.w.groups = {SequenceGroup{8, 4096, 0}};
+    req.gpus_per_node = 1;
+    req.links = links_for(hw, StepOverheads{});
+    const StepResult r = step_time(m, hw, rf, req);
+    const StepRow* mlp = row(r, StepComponent::dense_mlp);
+    REQUIRE(mlp);
+    return mlp->time.value;
+  };
+  const double block = mlp_time(WeightDtype::fp8), tensor = mlp_time(WeightDtype::fp8_tensor), bf16 = mlp_time(WeightDtype::bf16);
+  CHECK(tensor / block == Approx(*gemm.eta_compute_fp8 / gemm.eta_compute).epsilon(0.02));
+  // Per-tensor fp8 at the fp8 peak (twice bf16's on H100) with the same efficiency: half the time.
+  CHECK(tensor / bf16 == Approx(0.5).epsilon(0.02));
+}
+
 TEST_CASE("Worked example: TP all-reduce and EP all-to-all bytes", "[serving]") {
   const ModelSpec m = test::model("deepseek-v3");
   // TP8 decode, 64 sequences: a ring all-reduce sends 2·7/8·64·7168·2 B per call, two calls per layer

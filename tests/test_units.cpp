@@ -40,6 +40,10 @@ TEST_CASE("Units combine only as physics allows", "[units]") {
 TEST_CASE("Weight dtype sizes: one definition, exact per matrix, amortised per element", "[units][dtype]") {
   // fp8 with 128x128 fp32 block scales (DeepSeek-V3's q_a_proj: 1536 x 7168).
   CHECK(weight_matrix_bytes(1536, 7168, weight_format(WeightDtype::fp8)) == Bytes{1536LL * 7168 + 12 * 56 * 4});
+  // fp8 with one fp32 scale per matrix (Model Optimizer's per-tensor FP8).
+  CHECK(weight_matrix_bytes(1536, 7168, weight_format(WeightDtype::fp8_tensor)) == Bytes{1536LL * 7168 + 4});
+  CHECK(bytes_per_element(WeightDtype::fp8_tensor) == 1);
+  CHECK(parse_weight_dtype("FP8_TENSOR") == WeightDtype::fp8_tensor);
   // mxfp4: half a byte per value and one e8m0 byte per 32 input values of each row.
   CHECK(weight_matrix_bytes(1536, 7168, weight_format(WeightDtype::mxfp4)) == Bytes{1536LL * 7168 / 2 + 1536LL * 224});
   CHECK(weight_matrix_bytes(3, 5, weight_format(WeightDtype::mxfp4)) == Bytes{8 + 3});  // ⌈15/2⌉ values, one scale per row
@@ -50,11 +54,14 @@ TEST_CASE("Weight dtype sizes: one definition, exact per matrix, amortised per e
   CHECK(bytes_per_element(WeightDtype::fp32) == 4);
   CHECK(bytes_per_element(DType::fp8) == 1);
   CHECK(bytes_per_element(DType::fp4) == 0.5);
-  // The exact size of a large matrix approaches the amortised one: the two come from one format.
+  // The exact size of a large matrix is the amortised one (the two come from one format), but for
+  // a format's one scale per matrix, which no element carries.
   for (WeightDtype d : all_weight_dtypes()) {
     INFO(to_string(d));
-    const double exact = static_cast<double>(weight_matrix_bytes(128 * 64, 128 * 64, weight_format(d)).value);
-    CHECK(exact / (128.0 * 64 * 128 * 64) == Approx(bytes_per_element(d)).epsilon(1e-12));
+    const WeightFormat f = weight_format(d);
+    const double per_matrix = f.block_rows <= 0 && f.block_cols <= 0 ? f.scale_bytes : 0;
+    const double exact = static_cast<double>(weight_matrix_bytes(128 * 64, 128 * 64, f).value);
+    CHECK((exact - per_matrix) / (128.0 * 64 * 128 * 64) == Approx(bytes_per_element(d)).epsilon(1e-12));
   }
 }
 

@@ -124,7 +124,7 @@ KvDtype resolve_kv_dtype(Context& ctx, const std::string& s, const ModelSpec& m)
 
 WeightDtype resolve_weight_dtype(const std::string& s) {
   const auto d = parse_weight_dtype(s);
-  if (!d) fail_flag("--weight-dtype", s, "expected one of fp32, bf16, fp16, fp8, mxfp4, int4, int8");
+  if (!d) fail_flag("--weight-dtype", s, "expected one of fp32, bf16, fp16, fp8, fp8_tensor, mxfp4, int4, int8");
   return *d;
 }
 

@@ -37,9 +37,9 @@ constexpr std::array<std::pair<std::string_view, KvDtype>, 6> kKvDtypes{{
     {"fp32", KvDtype::fp32}, {"bf16", KvDtype::bf16}, {"fp16", KvDtype::fp16}, {"fp8", KvDtype::fp8},
     {"fp8_flashmla", KvDtype::fp8_flashmla}, {"fp4", KvDtype::fp4}}};
 
-constexpr std::array<std::pair<std::string_view, WeightDtype>, 7> kWeightDtypes{{
-    {"fp32", WeightDtype::fp32}, {"bf16", WeightDtype::bf16}, {"fp16", WeightDtype::fp16},
-    {"fp8", WeightDtype::fp8}, {"mxfp4", WeightDtype::mxfp4}, {"int4", WeightDtype::int4}, {"int8", WeightDtype::int8}}};
+constexpr std::array<std::pair<std::string_view, WeightDtype>, 8> kWeightDtypes{{
+    {"fp32", WeightDtype::fp32}, {"bf16", WeightDtype::bf16}, {"fp16", WeightDtype::fp16}, {"fp8", WeightDtype::fp8},
+    {"fp8_tensor", WeightDtype::fp8_tensor}, {"mxfp4", WeightDtype::mxfp4}, {"int4", WeightDtype::int4}, {"int8", WeightDtype::int8}}};
 
 }  // namespace
 
@@ -78,7 +78,7 @@ std::optional<WeightDtype> parse_weight_dtype(std::string_view s) {
   return lookup(kWeightDtypes, s);
 }
 const std::vector<WeightDtype>& all_weight_dtypes() {
-  static const std::vector<WeightDtype> v{WeightDtype::fp32, WeightDtype::bf16, WeightDtype::fp16, WeightDtype::fp8,
+  static const std::vector<WeightDtype> v{WeightDtype::fp32, WeightDtype::bf16, WeightDtype::fp16, WeightDtype::fp8, WeightDtype::fp8_tensor,
                                           WeightDtype::mxfp4, WeightDtype::int4, WeightDtype::int8};
   return v;
 }
@@ -89,6 +89,7 @@ WeightFormat weight_format(WeightDtype d) {
     case WeightDtype::bf16:
     case WeightDtype::fp16: return {.value_bits = 16};
     case WeightDtype::fp8: return fp8_block_format(128, 128);
+    case WeightDtype::fp8_tensor: return fp8_block_format(0, 0);  // one scale: a block spanning the matrix
     case WeightDtype::mxfp4: return {.value_bits = 4, .scale_bytes = 1, .block_rows = 1, .block_cols = 32};
     case WeightDtype::int4:
     case WeightDtype::int8: {

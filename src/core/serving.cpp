@@ -121,18 +121,23 @@ Op elementwise(OpId id, double values, double act_b) {
   return op;
 }
 
-Op gemm(OpId id, double tokens, double in, double out, double weight_b, double act_b, bool fp8) {
+// How a linear layer's weights run: at the fp8 peak with block or per-tensor scales, or not.
+enum class Fp8Weights { none, block, tensor };
+
+Op gemm(OpId id, double tokens, double in, double out, double weight_b, double act_b, Fp8Weights fp8) {
   Op op = gemm_op(id, tokens, in, out, weight_b, act_b);
-  op.fp8 = fp8;
+  op.fp8 = fp8 != Fp8Weights::none;
+  op.fp8_per_tensor = fp8 == Fp8Weights::tensor;
   return op;
 }
 
 // The routed experts of one MoE layer on the busiest rank, as one grouped GEMM per projection over
 // the `touched` experts it holds: `pairs` token-expert rows, each expert's weights read once.
-Op grouped(OpId id, double pairs, double touched, double in, double out, double weight_b, double act_b, bool fp8) {
+Op grouped(OpId id, double pairs, double touched, double in, double out, double weight_b, double act_b, Fp8Weights fp8) {
   Op op;
   op.id = id;
-  op.fp8 = fp8;
+  op.fp8 = fp8 != Fp8Weights::none;
+  op.fp8_per_tensor = fp8 == Fp8Weights::tensor;
   op.flops = Flops{2 * pairs * in * out};
   op.bytes_read = BytesF{touched * in * out * weight_b + pairs * in * act_b};
   op.bytes_written = BytesF{pairs * out * act_b};
@@ -201,7 +206,8 @@ struct Ctx {
   const StepRequest& req;
   const Roofline& rf;
   double act_b = 2, mlp_wb = 2, dense_wb = 2;
-  bool fp8 = false;
+  bool fp8 = false;  // the linear weights are fp8 (either scaling)
+  Fp8Weights fp8_weights = Fp8Weights::none;
   double tp = 1, dp = 1, ep = 1, ranks = 1;
 };
 
@@ -269,9 +275,9 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     const double rows = over_dp ? tokens * c.dp : tokens;
     const double inter = static_cast<double>(m.intermediate) / (over_dp ? c.ranks : c.tp);
     const double up = (m.gated_mlp ? 2 : 1) * inter;
-    L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_gate_up, rows, h, up, c.mlp_wb, c.act_b, c.fp8), micro});
+    L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_gate_up, rows, h, up, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, rows * inter, c.act_b), micro});
-    L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_down, rows, inter, h, c.mlp_wb, c.act_b, c.fp8), micro});
+    L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_down, rows, inter, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     if (over_dp)
       add_dp_gather(c, L, tokens, h, micro);
     else
@@ -280,12 +286,12 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
   }
   const MoeSpec& e = *m.moe;
   const double E = static_cast<double>(e.routed_experts), k = static_cast<double>(e.experts_per_token);
-  L.ops.push_back({StepComponent::router, gemm(OpId::router, tokens, h, E, c.dense_wb, c.act_b, false), micro});
+  L.ops.push_back({StepComponent::router, gemm(OpId::router, tokens, h, E, c.dense_wb, c.act_b, Fp8Weights::none), micro});
   if (e.shared_experts > 0) {
     const double inter = static_cast<double>(e.shared_experts * e.expert_intermediate) / c.tp;
-    L.ops.push_back({StepComponent::shared_experts, gemm(OpId::shared_gate_up, tokens, h, 2 * inter, c.mlp_wb, c.act_b, c.fp8), micro});
+    L.ops.push_back({StepComponent::shared_experts, gemm(OpId::shared_gate_up, tokens, h, 2 * inter, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, tokens * inter, c.act_b), micro});
-    L.ops.push_back({StepComponent::shared_experts, gemm(OpId::shared_down, tokens, inter, h, c.mlp_wb, c.act_b, c.fp8), micro});
+    L.ops.push_back({StepComponent::shared_experts, gemm(OpId::shared_down, tokens, inter, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
   }
   const double imb = c.req.moe_imbalance;
   const double width = static_cast<double>(e.expert_intermediate);
@@ -296,9 +302,9 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     const double local = E / c.ep;
     const double pairs = send * k * imb;
     const double touched = experts_touched(local, pairs);
-    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_gate_up, pairs, touched, h, 2 * width, c.mlp_wb, c.act_b, c.fp8), micro});
+    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_gate_up, pairs, touched, h, 2 * width, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, pairs * width, c.act_b), micro});
-    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_down, pairs, touched, width, h, c.mlp_wb, c.act_b, c.fp8), micro});
+    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_down, pairs, touched, width, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     const bool ll = low_latency(c.req);
     const double g = std::min(c.ep, static_cast<double>(c.req.gpus_per_node));
     const double nodes = std::ceil(c.ep / g);
@@ -329,9 +335,9 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     const double slice = width / (over_dp ? c.ranks : c.tp);
     const double pairs = (over_dp ? tokens * c.dp : tokens) * k;
     const double touched = experts_touched(E, pairs);
-    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_gate_up, pairs, touched, h, 2 * slice, c.mlp_wb, c.act_b, c.fp8), micro});
+    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_gate_up, pairs, touched, h, 2 * slice, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, pairs * slice, c.act_b), micro});
-    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_down, pairs, touched, slice, h, c.mlp_wb, c.act_b, c.fp8), micro});
+    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_down, pairs, touched, slice, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     if (over_dp)
       add_dp_gather(c, L, tokens, h, micro);
     else
@@ -391,7 +397,8 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   c.ranks = c.tp * c.dp;
   out.gpus = req.w.par.ranks();
   c.act_b = bytes_per_element(req.w.compute);
-  c.fp8 = req.weights.linear == WeightDtype::fp8;
+  c.fp8_weights = req.weights.linear == WeightDtype::fp8 ? Fp8Weights::block : req.weights.linear == WeightDtype::fp8_tensor ? Fp8Weights::tensor : Fp8Weights::none;
+  c.fp8 = c.fp8_weights != Fp8Weights::none;
   c.mlp_wb = bytes_per_element(linear_format(req.weights));
   c.dense_wb = bytes_per_element(weight_format(req.weights.dense));
   const Roofline sol = speed_of_light(rf);
@@ -424,7 +431,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   const double vocab = static_cast<double>(m.vocab);
   plan.once.ops.push_back({StepComponent::embedding, elementwise(OpId::embedding, full.new_tokens * h, c.act_b)});
   plan.once.ops.push_back({StepComponent::elementwise, elementwise(OpId::rms_norm, full.new_tokens * h, c.act_b)});
-  plan.once.ops.push_back({StepComponent::lm_head, gemm(OpId::lm_head, logits_tokens, h, vocab / c.tp, c.dense_wb, c.act_b, false)});
+  plan.once.ops.push_back({StepComponent::lm_head, gemm(OpId::lm_head, logits_tokens, h, vocab / c.tp, c.dense_wb, c.act_b, Fp8Weights::none)});
   Op sample = elementwise(OpId::sampling, logits_tokens * vocab, 4);
   sample.bytes_written = BytesF{logits_tokens * 8};
   plan.once.ops.push_back({StepComponent::sampling, sample});
@@ -444,10 +451,10 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
     const CostStudy sd = cost_study(m, wd, rf, req.workspace_budget, policies);
     const BatchTotals td = batch_totals(wd);
     add_attention(plan.mtp, chosen_path(sd, req.policy), layers, micro);
-    plan.mtp.ops.push_back({StepComponent::mtp, gemm(OpId::mtp_eh_proj, td.new_tokens, 2 * h, h, c.mlp_wb, c.act_b, c.fp8), micro});
+    plan.mtp.ops.push_back({StepComponent::mtp, gemm(OpId::mtp_eh_proj, td.new_tokens, 2 * h, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     add_mlp(c, plan.mtp, true, td.new_tokens, micro);
     const double mtp_logits = req.phase == Phase::prefill ? td.sequences : td.new_tokens;  // prefill: the last position's draft only
-    plan.mtp.ops.push_back({StepComponent::lm_head, gemm(OpId::lm_head, mtp_logits, h, vocab / c.tp, c.dense_wb, c.act_b, false), micro});
+    plan.mtp.ops.push_back({StepComponent::lm_head, gemm(OpId::lm_head, mtp_logits, h, vocab / c.tp, c.dense_wb, c.act_b, Fp8Weights::none), micro});
     plan.mtp_runs = req.phase == Phase::decode ? req.mtp_draft : 1;
     // The MTP module's attention and MLP are reported under mtp.
     for (Part& p : plan.mtp.ops) p.component = StepComponent::mtp;

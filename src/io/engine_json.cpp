@@ -264,7 +264,7 @@ DispatchProfile parse_dispatch_profile(const json& j, const std::string& where) 
   if (!fold.contains("value") || !fold["value"].is_string()) fail_key(where, "fold_weights.value", fold.contains("value") ? show_json(fold["value"]) : "(absent)", "expected a weight dtype or \"checkpoint\"");
   if (const std::string v = fold["value"].get<std::string>(); v != "checkpoint") {
     fold_dtype = parse_weight_dtype(v);
-    if (!fold_dtype) fail_key(where, "fold_weights.value", show_json(fold["value"]), "expected bf16, fp16, fp32, fp8, mxfp4, int4, int8 or \"checkpoint\"");
+    if (!fold_dtype) fail_key(where, "fold_weights.value", show_json(fold["value"]), "expected bf16, fp16, fp32, fp8, fp8_tensor, mxfp4, int4, int8 or \"checkpoint\"");
   }
   const json& chunk = member(j["chunk_tokens"], where, "chunk_tokens", {"value", "source"});
   const std::string chunk_source = source_of(chunk, where, "chunk_tokens");

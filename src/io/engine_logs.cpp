@@ -94,7 +94,7 @@ std::vector<EngineLogCheck> check_engine_logs(const std::vector<EngineLogRow>& r
     WeightPlan w = default_weight_plan(m);
     if (!r.weight_dtype.empty()) {
       const auto d = parse_weight_dtype(r.weight_dtype);
-      if (!d) fail_key(at, "weight_dtype", r.weight_dtype, "expected one of fp32, bf16, fp16, fp8, mxfp4, int4, int8");
+      if (!d) fail_key(at, "weight_dtype", r.weight_dtype, "expected one of fp32, bf16, fp16, fp8, fp8_tensor, mxfp4, int4, int8");
       w = weight_plan_for(m, *d);
     }
     if (r.settings.mtp.value_or(0) > 0 && m.mtp_layers <= 0)

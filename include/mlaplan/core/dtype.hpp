@@ -34,12 +34,14 @@ std::optional<KvDtype> parse_kv_dtype(std::string_view s);
 const std::vector<KvDtype>& all_kv_dtypes();
 
 // Weight storage. fp8 is e4m3 with one fp32 scale per 128x128 block of each linear weight
-// (DeepSeek-V3 §3.5.2, `weight_block_size: [128, 128]`); mxfp4 is e2m1 with one e8m0 scale per
+// (DeepSeek-V3 §3.5.2, `weight_block_size: [128, 128]`); fp8_tensor is e4m3 with one fp32 scale per
+// weight matrix (NVIDIA Model Optimizer's FP8_DEFAULT_CFG, weights and inputs at `axis: None`: the
+// Llama FP8 checkpoints TensorRT-LLM benchmarks), run by per-tensor-scaled fp8 GEMMs; mxfp4 is e2m1 with one e8m0 scale per
 // 32 input elements (OCP MX); int4 and int8 are integers with one scale (and, when asymmetric, one
 // zero point) per group of input elements (AWQ, GPTQ, compressed-tensors; group size from the
 // config). Only linear (matrix) weights are quantized; embeddings, norms, routers and biases keep
 // the dense dtype unless the model says otherwise.
-enum class WeightDtype { fp32, bf16, fp16, fp8, mxfp4, int4, int8 };
+enum class WeightDtype { fp32, bf16, fp16, fp8, fp8_tensor, mxfp4, int4, int8 };
 
 std::string_view to_string(WeightDtype d);
 std::optional<WeightDtype> parse_weight_dtype(std::string_view s);

@@ -68,7 +68,10 @@ struct Op {
   BytesF bytes_written{0};
   BytesF workspace_bytes{0};   // transient buffers the op materialises
   BytesF cache_bytes_read{0};  // the part of bytes_read that is KV/indexer cache
-  bool fp8 = false;            // runs in fp8 whatever the step's compute dtype (the DSA indexer)
+  bool fp8 = false;            // runs in fp8 whatever the step's compute dtype (the DSA indexer, fp8 weights)
+  // fp8 with one scale per tensor: at the fp8 peak with its family's bf16 efficiency (the fitted fp8
+  // efficiency is that of block-scaled kernels, which rescale every 128 of the reduction).
+  bool fp8_per_tensor = false;
   Tiling tiling;
   BytesF bytes() const { return bytes_read + bytes_written; }
   OpKind kind() const { return kind_of(id); }
