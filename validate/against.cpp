@@ -405,7 +405,8 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
   std::string md = fmt::format("# Published measurements against mlaplan on {}\n\nFolder `{}`; GPU `{}`; MLA dimensions of {}. Every row is "
                                "predicted at speed of light (`cost --sol`), with the shipped profile `cost` uses by default for this GPU ({}), "
                                "and with the efficiency model refitted on the even rows of each kernel and judged on the odd rows:\n\n"
-                               "time = t_fixed + batch·t_seq + max(F / (peak·η_c·w), B / (bandwidth·η_m·w)), w = CTAs / (⌈CTAs / SMs⌉·SMs); decode CTAs = "
+                               "time = t_fixed + batch·t_seq + max(F / (peak·η_c·w), B / (bandwidth·η_m·w)), w = CTAs / (⌈CTAs / SMs⌉·SMs) (fp8 rows: the fp8 "
+                               "peak and, where the rows hold both dtypes, their own η_c); decode CTAs = "
                                "batch × ⌈heads/64⌉ × ⌈kv_len/64⌉ (split-KV; without split-KV batch × ⌈heads/64⌉, each reading its sequence's cache, and no faster than one CTA at bandwidth/SMs); prefill CTAs = batch × ⌈S/128⌉ × heads, and a causal prefill lasts "
                                "at least as long as its longest CTA.\n\n",
                                gpu.name, dir.string(), gpu.source, m.name, shipped ? shipped->describe() : std::string("none bundled"));
