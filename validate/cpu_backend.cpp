@@ -38,7 +38,7 @@ Timing time_fn(const std::function<void()>& f, double budget_s, int min_reps, in
 
 double cpu_calls(PathKind path, OpId op, const MlaShape& s) {
   const double blocks = std::ceil(s.keys() / 256.0), b = s.batch, h = s.heads;
-  const double chunks = std::ceil(static_cast<double>(s.keys()) / s.chunk), chunk_blocks = std::ceil(std::min(s.chunk, s.keys()) / 256.0);
+  const double chunks = chunk_count(s), chunk_blocks = std::ceil(std::min(s.chunk, s.keys()) / 256.0);
   switch (op) {
     case OpId::attention_mha: return b * h * blocks;  // per head and key block: two score products, one PV
     case OpId::attention_mha_chunk: return h * chunks * chunk_blocks;
@@ -54,7 +54,7 @@ double cpu_calls(PathKind path, OpId op, const MlaShape& s) {
 
 double cpu_working_set(PathKind path, OpId op, const MlaShape& s, double bytes) {
   // The chunk loop's ops reuse one chunk's workspace: a chunk's share of their bytes stays touched.
-  const double chunks = std::ceil(static_cast<double>(s.keys()) / s.chunk);
+  const double chunks = chunk_count(s);
   switch (op) {
     case OpId::kv_up_proj_chunk:
     case OpId::attention_mha_chunk: return bytes / chunks;

@@ -75,6 +75,12 @@ std::optional<EfficiencyProfile> efficiency_for(const HardwareSpec& hw, const st
   return std::nullopt;
 }
 
+bool is_latent_attention(KernelFamily f) { return f == KernelFamily::absorbed_decode || f == KernelFamily::sparse_decode; }
+
+double eta_compute_for(const KernelEfficiency& k, bool fp8) { return fp8 && k.eta_compute_fp8 ? *k.eta_compute_fp8 : k.eta_compute; }
+
+bool runs_unsplit(const KernelEfficiency& k, const Tiling& t) { return !k.split_kv && t.unsplit_ctas > 0; }
+
 double wave_efficiency(double ctas, double sms) {
   if (!(ctas > 0) || !(sms > 0)) return 1;
   return ctas / (std::ceil(ctas / sms) * sms);
@@ -88,10 +94,10 @@ double launched_ctas(const Tiling& t, double sms) {
 CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, bool fp8) {
   CalibratedTime t;
   const Tiling& tl = op.tiling;
-  const bool unsplit = !k.split_kv && tl.unsplit_ctas > 0;
+  const bool unsplit = runs_unsplit(k, tl);
   t.waves = wave_efficiency(unsplit ? tl.unsplit_ctas : launched_ctas(tl, sms), sms);
   const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
-  const double eta_c = fp8 && k.eta_compute_fp8 ? *k.eta_compute_fp8 : k.eta_compute;
+  const double eta_c = eta_compute_for(k, fp8);
   double compute = flops / (peak.value * eta_c * t.waves);
   if (tl.longest_cta_flops > 0 && sms > 0) compute = std::max(compute, tl.longest_cta_flops / (peak.value / sms * eta_c));
   t.compute = Seconds{compute};

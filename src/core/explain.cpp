@@ -427,9 +427,10 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const Tiling& tl = op.tiling;
     // The same choices calibrated_time makes: the unsplit launch where the family's kernel does not
     // split keys, the fp8 efficiency for fp8 kernels where the family has one.
-    const bool unsplit = !k.split_kv && tl.unsplit_ctas > 0;
+    const bool unsplit = runs_unsplit(k, tl);
     const bool at_fp8 = fp8 || rf.fp8_compute;
-    const double eta_c = at_fp8 && !op.fp8_per_tensor && k.eta_compute_fp8 ? *k.eta_compute_fp8 : k.eta_compute;
+    const bool fp8_eta = takes_fp8_efficiency(op, rf) && k.eta_compute_fp8;
+    const double eta_c = eta_compute_for(k, takes_fp8_efficiency(op, rf));
     const double ctas = unsplit ? tl.unsplit_ctas : launched_ctas(tl, rf.sms), w = wave_efficiency(ctas, rf.sms);
     const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
     const double bytes = unsplit ? tl.unsplit_bytes : op.bytes().value;
@@ -447,7 +448,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     return real_step(quantity,
                      cat("launches · (t_fixed + sequences · t_seq) + max(F", tl.padded_flops > 0 ? " (padded tiles)" : "", " / (", at_fp8 ? "peak_fp8" : "peak",
                          " · η_c · w), B", unsplit ? " (every head tile's cache read, no split-KV)" : "", " / (bandwidth · η_m · w)", cta_formula,
-                         "), w = CTAs / (⌈CTAs / SMs⌉ · SMs); ", to_string(fam), " family", at_fp8 && !op.fp8_per_tensor && k.eta_compute_fp8 ? ", fp8 η_c" : ""),
+                         "), w = CTAs / (⌈CTAs / SMs⌉ · SMs); ", to_string(fam), " family", fp8_eta ? ", fp8 η_c" : ""),
                      cat(num(std::max(1.0, tl.launches)), " · (", secs(k.fixed.value), " + ", num(tl.sequences), " · ", secs(k.per_sequence.value), ") + max(",
                          num(flops), " / (", si(peak.value, "FLOP/s"), " · ", plain(eta_c), " · ", plain(w), "), ", num(bytes), " / (",
                          si(rf.bandwidth.value, "B/s"), " · ", plain(k.eta_memory), " · ", plain(w), ")", cta, "); w = ", num(ctas), " / (⌈",

@@ -60,12 +60,16 @@ FlopsPerSecond op_peak(const Op& op, const Roofline& rf) { return op.fp8 && rf.p
 
 }  // namespace
 
+bool takes_fp8_efficiency(const Op& op, const Roofline& rf) {
+  return ((op.fp8 && rf.peak_fp8.value > 0) || rf.fp8_compute) && !op.fp8_per_tensor;
+}
+
 OpTime op_time(const Op& op, const Roofline& rf) {
   OpTime t;
   t.intensity = op.bytes().value > 0 ? op.flops / op.bytes() : 0;
   if (const auto fam = rf.fit_family(family_of(op.id))) {
-    const bool fp8 = ((op.fp8 && rf.peak_fp8.value > 0) || rf.fp8_compute) && !op.fp8_per_tensor;
-    const CalibratedTime c = calibrated_time(op, *rf.kernels[static_cast<std::size_t>(*fam)], op_peak(op, rf), rf.bandwidth, rf.sms, fp8);
+    const CalibratedTime c =
+        calibrated_time(op, *rf.kernels[static_cast<std::size_t>(*fam)], op_peak(op, rf), rf.bandwidth, rf.sms, takes_fp8_efficiency(op, rf));
     t.compute = c.compute, t.memory = c.memory, t.fixed = c.fixed, t.time = c.time();
     t.compute_bound = t.compute >= t.memory;
     t.calibrated = true;

@@ -206,7 +206,6 @@ struct Ctx {
   const StepRequest& req;
   const Roofline& rf;
   double act_b = 2, mlp_wb = 2, dense_wb = 2;
-  bool fp8 = false;  // the linear weights are fp8 (either scaling)
   Fp8Weights fp8_weights = Fp8Weights::none;
   double tp = 1, dp = 1, ep = 1, ranks = 1;
 };
@@ -308,7 +307,7 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     const bool ll = low_latency(c.req);
     const double g = std::min(c.ep, static_cast<double>(c.req.gpus_per_node));
     const double nodes = std::ceil(c.ep / g);
-    const double dispatch_b = c.fp8 ? h * (1 + 4.0 / 128) : h * c.act_b;  // fp8 values and one fp32 scale per 128
+    const double dispatch_b = c.fp8_weights != Fp8Weights::none ? h * (1 + 4.0 / 128) : h * c.act_b;  // fp8 values and one fp32 scale per 128
     const double combine_b = h * 2;                                          // bf16
     for (auto [component, b] : {std::pair{StepComponent::ep_dispatch, dispatch_b}, std::pair{StepComponent::ep_combine, combine_b}}) {
       Transfer t{component};
@@ -398,7 +397,6 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   out.gpus = req.w.par.ranks();
   c.act_b = bytes_per_element(req.w.compute);
   c.fp8_weights = req.weights.linear == WeightDtype::fp8 ? Fp8Weights::block : req.weights.linear == WeightDtype::fp8_tensor ? Fp8Weights::tensor : Fp8Weights::none;
-  c.fp8 = c.fp8_weights != Fp8Weights::none;
   c.mlp_wb = bytes_per_element(linear_format(req.weights));
   c.dense_wb = bytes_per_element(weight_format(req.weights.dense));
   const Roofline sol = speed_of_light(rf);

@@ -64,9 +64,9 @@ void add_efficiency_table(Document& doc, const Roofline& rf) {
   for (int i = 0; i < kKernelFamilyCount; ++i)
     if (const auto& k = rf.kernels[static_cast<std::size_t>(i)]) {
       const auto f = static_cast<KernelFamily>(i);
-      const bool latent = f == KernelFamily::absorbed_decode || f == KernelFamily::sparse_decode;
       t.rows.push_back({std::string(to_string(f)), k->fixed.value, k->per_sequence.value, k->eta_compute,
-                        k->eta_compute_fp8 ? Value{*k->eta_compute_fp8} : Value{}, k->eta_memory, std::string(!latent ? "-" : k->split_kv ? "yes" : "no"), k->rows});
+                        k->eta_compute_fp8 ? Value{*k->eta_compute_fp8} : Value{}, k->eta_memory,
+                        std::string(!is_latent_attention(f) ? "-" : k->split_kv ? "yes" : "no"), k->rows});
     }
   doc.tables.push_back(std::move(t));
 }

@@ -141,8 +141,7 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
       if (k->eta_compute_fp8) e["eta_compute_fp8"] = *k->eta_compute_fp8;
       e["eta_memory"] = k->eta_memory;
       // Written for the latent attention families, where it changes the time.
-      const auto f = static_cast<KernelFamily>(i);
-      if (f == KernelFamily::absorbed_decode || f == KernelFamily::sparse_decode) e["split_kv"] = k->split_kv;
+      if (is_latent_attention(static_cast<KernelFamily>(i))) e["split_kv"] = k->split_kv;
       e["rows"] = k->rows;
     }
   return j;

@@ -88,6 +88,13 @@ struct EfficiencyProfile {
 // `profiles` has none of these.
 std::optional<EfficiencyProfile> efficiency_for(const HardwareSpec& hw, const std::vector<EfficiencyProfile>& profiles);
 
+// The latent attention families, whose kernels may or may not split keys (split_kv).
+bool is_latent_attention(KernelFamily f);
+// The compute efficiency a family's kernel runs at: its fp8 one for an fp8 kernel where it has one.
+double eta_compute_for(const KernelEfficiency& k, bool fp8);
+// Whether an op runs its unsplit launch under a family (split_kv false, and the op has one).
+bool runs_unsplit(const KernelEfficiency& k, const Tiling& t);
+
 // The wave efficiency of `ctas` thread blocks on `sms` SMs (1 when either is unknown).
 double wave_efficiency(double ctas, double sms);
 // The thread blocks an op's launch runs on `sms` SMs: its tiles, times the split-K slices a GEMM
