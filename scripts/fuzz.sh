@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-250000}
-targets=${TARGETS:-hf_config hardware override ranges report_spec engine_profile engine_dispatch engine_logs efficiency_profile serving}
+targets=${TARGETS:-hf_config hardware override ranges report_spec engine_profile engine_dispatch engine_logs efficiency_profile serving against}
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DMLAPLAN_FUZZ=ON \
   -DMLAPLAN_CUDA=OFF -DBUILD_TESTING=OFF -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON \
@@ -32,6 +32,12 @@ printf 'quantization_config.quant_method=mxfp4\nnum_hidden_layers=1000\n' > buil
 printf '0:131072:x2' > build-fuzz/corpus/ranges/a
 printf '64x1@8192,2x2048@0' > build-fuzz/corpus/ranges/b
 printf '1,2,4,8' > build-fuzz/corpus/ranges/c
+# against: the first rows of every published timing table (whole tables are too large to fit per run)
+mkdir -p build-fuzz/corpus/against
+for f in validate/published/*/*.csv; do
+  case $f in */sources.csv|*/serving.csv|*/engine-logs.csv) continue;; esac
+  head -n 4 "$f" > "build-fuzz/corpus/against/$(basename "$(dirname "$f")")-$(basename "$f")"
+done
 total=0
 for t in $targets; do
   log=build-fuzz/findings/$t.log

@@ -183,6 +183,36 @@ TEST_CASE("the transfer rule: a GPU's own profile then its architecture's then t
   CHECK(pick("mi300x") == "any");
 }
 
+TEST_CASE("the transfer rule per family: a family the chosen profile lacks comes from the next that has it", "[efficiency]") {
+  // Hand-made profiles: the GPU's own (decode only), its architecture's (decode and GEMM), and the
+  // one over all (GEMM and elementwise).
+  auto make = [](const char* name, const char* scope, std::initializer_list<std::pair<KernelFamily, double>> fams) {
+    EfficiencyProfile p;
+    p.name = name, p.scope = scope, p.architecture = std::string(scope) == "any" ? "" : "hopper", p.gpu = std::string(scope) == "gpu" ? "H800 SXM5 80GB" : "";
+    for (auto [f, eta] : fams) {
+      KernelEfficiency k;
+      k.eta_memory = eta;
+      p.kernels[static_cast<std::size_t>(f)] = k;
+    }
+    return p;
+  };
+  const std::vector<EfficiencyProfile> profiles{make("any", "any", {{KernelFamily::gemm, 0.3}, {KernelFamily::elementwise, 0.4}}),
+                                                make("hopper", "architecture", {{KernelFamily::absorbed_decode, 0.5}, {KernelFamily::gemm, 0.6}}),
+                                                make("h800", "gpu", {{KernelFamily::absorbed_decode, 0.7}})};
+  const auto p = efficiency_for(load_gpu("h800"), profiles);
+  REQUIRE(p);
+  CHECK(p->name == "h800");
+  CHECK(p->kernel(KernelFamily::absorbed_decode)->eta_memory == 0.7);  // its own, not the architecture's
+  CHECK(p->kernel(KernelFamily::gemm)->eta_memory == 0.6);             // the architecture's, not the one over all
+  CHECK(p->kernel(KernelFamily::elementwise)->eta_memory == 0.4);
+  CHECK_FALSE(p->kernel(KernelFamily::bmm).has_value());
+  CHECK(p->describe() == "h800 profile (no tables): absorbed_decode; gemm from the hopper profile; elementwise from the any profile");
+  // The bundled profiles: H800's own tables time no fold or elementwise pass; Hopper's (H100's) do.
+  const auto h800 = efficiency_for(load_gpu("h800"), bundled_efficiency());
+  REQUIRE(h800);
+  CHECK(h800->describe().find("; bmm, elementwise from the hopper profile") != std::string::npos);
+}
+
 TEST_CASE("bundled profiles name every table with its source and never fit on H20 or H200", "[efficiency]") {
   for (const EfficiencyProfile& p : bundled_efficiency()) {
     INFO(p.source);
@@ -293,7 +323,7 @@ TEST_CASE("cost uses the calibrated profile by default and says which; --sol giv
     INFO(gpu);
     const json j = json::parse(run(std::string("cost --model deepseek-v3 --batch 32 --format json --gpu ") + gpu).out);
     CHECK(j["time_model"] == "calibrated");
-    CHECK(j["eta_source"] == "hopper profile (fitted on H100 SXM5 80GB + H800 SXM5 80GB): absorbed_decode, expanded_prefill, gemm");
+    CHECK(j["eta_source"] == "hopper profile (fitted on H100 SXM5 80GB + H800 SXM5 80GB): absorbed_decode, expanded_prefill, gemm, bmm, elementwise");
     CHECK(j["paths"]["absorb"]["time_s_all_layers"].get<double>() > j["paths"]["absorb"]["sol_time_s_all_layers"].get<double>());
   }
   const json s = json::parse(run("cost --model deepseek-v3 --batch 32 --format json --gpu h200 --sol").out);

@@ -4,6 +4,7 @@
 // reaches mlaplan-validate (or says clearly that it is missing).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include "harness.hpp"
 #include "helpers.hpp"
 #include "kernels_cpu.hpp"
+#include "mlaplan/io/efficiency_json.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/hardware_json.hpp"
 #include "mlaplan/io/registry.hpp"
@@ -354,7 +356,7 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
   s.write("t.csv", "kernel,batch,kv_len,latency_us,source\nabsorbed_decode,4,4096,30.5,paper\nexpanded_prefill,1,,100,x\n");
   CHECK(against_error(s.dir) == f + ": key 'seq_len' = (absent): row 2 needs the column");
   s.write("t.csv", "kernel,batch,kv_len,latency_us\nabsorbed_decod,4,4096,30.5\n");
-  CHECK(against_error(s.dir) == f + ": key 'kernel' = absorbed_decod: row 1: expected absorbed_decode, expanded_prefill or gemm");
+  CHECK(against_error(s.dir) == f + ": key 'kernel' = absorbed_decod: row 1: expected absorbed_decode, expanded_prefill, gemm, bmm or elementwise");
   s.write("t.csv", "kernel,batch,kv_len,latency_us\nabsorbed_decode,4,4096,-1\n");
   CHECK(against_error(s.dir) == f + ": key 'latency_us' = -1: row 1: expected a positive number");
   s.write("t.csv", "kernel,batch,kv_len,latency_us\nabsorbed_decode,4.5,4096,3\n");
@@ -374,17 +376,63 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
   CHECK(against_error(s.dir) == f + ": key 'm' = 64.5: row 1: expected a whole number");
   s.write("t.csv", "kernel,m,n,latency_us\ngemm,64,128,3\n");
   CHECK(against_error(s.dir) == f + ": key 'k' = (absent): row 1 needs the column");
+  // The per-head folds and elementwise passes.
+  s.write("t.csv", "kernel,op,batch,heads,dtype,latency_us\nbmm,q_absorb_w_ub,4,128,bf16,6\n");
+  CHECK(against_error(s.dir) == f + ": key 'op' = q_absorb_w_ub: row 1: expected q_absorb_w_uk or out_absorb_w_uv");
+  s.write("t.csv", "kernel,batch,heads,dtype,latency_us\nbmm,4,128,bf16,6\n");
+  CHECK(against_error(s.dir) == f + ": key 'op' = (absent): row 1: expected q_absorb_w_uk or out_absorb_w_uv");
+  s.write("t.csv", "kernel,op,batch,heads,dtype,latency_us\nbmm,out_absorb_w_uv,4,12.5,bf16,6\n");
+  CHECK(against_error(s.dir) == f + ": key 'heads' = 12.5: row 1: expected a whole number");
+  s.write("t.csv", "kernel,op,batch,heads,dtype,latency_us\nbmm,out_absorb_w_uv,4,128,fp4,6\n");
+  CHECK(against_error(s.dir) == f + ": key 'dtype' = fp4: row 1: expected bf16 or fp8");
+  s.write("t.csv", "kernel,m,k,dtype,latency_us\nelementwise,64,0,fp8,2\n");
+  CHECK(against_error(s.dir) == f + ": key 'k' = 0: row 1: expected a positive number");
+  s.write("t.csv", "kernel,m,k,dtype,latency_us\nelementwise,64,7168,int8,2\n");
+  CHECK(against_error(s.dir) == f + ": key 'dtype' = int8: row 1: expected bf16 or fp8");
+  s.write("t.csv", "kernel,m,latency_us\nelementwise,64,2\n");
+  CHECK(against_error(s.dir) == f + ": key 'k' = (absent): row 1 needs the column");
   fs::remove(s.dir / "t.csv");
   CHECK(against_error(s.dir) == s.dir.string() + ": holds no .csv files");
   // Accepted: any file name, extra columns named in the report as not read.
   s.write("whatever.csv", "kernel,batch,kv_len,latency_us,source\nabsorbed_decode,4,4096,30.5,paper\nabsorbed_decode,8,4096,40.5,paper\n");
   const AgainstRun r = validate_against(s.dir, load_gpu("h100"), load_model("deepseek-v3"));
-  CHECK(r.summary.rfind("GPU H100 SXM5 80GB; default profile: h100-sxm profile (fitted on H100 SXM5 80GB): absorbed_decode, expanded_prefill, gemm\n", 0) == 0);
+  CHECK(r.summary.rfind("GPU H100 SXM5 80GB; default profile: h100-sxm profile (fitted on H100 SXM5 80GB): absorbed_decode, expanded_prefill, gemm, bmm, elementwise\n", 0) == 0);
   // The folder's provenance file is not a table of timings.
   s.write("sources.csv", "file,source,licence\nwhatever.csv,a paper,CC-BY-4.0\n");
   CHECK(validate_against(s.dir, load_gpu("h100"), load_model("deepseek-v3")).summary == r.summary);
   for (const auto& [name, text] : r.files)
     if (name == "report.md") CHECK(text.find("Columns not read (kept as the sources' own): source.") != std::string::npos);
+}
+
+TEST_CASE("Against: a fold and an elementwise pass, worked by hand at speed of light and under the shipped profile", "[validate]") {
+  Scratch s("against-families");
+  s.write("t.csv", "kernel,op,batch,heads,dtype,latency_us,m,k\nbmm,q_absorb_w_uk,4,128,bf16,6,,\nelementwise,,,,fp8,70,4096,16384\n");
+  const HardwareSpec h100 = load_gpu("h100");
+  const AgainstRun r = validate_against(s.dir, h100, load_model("deepseek-v3"));
+  std::string against;
+  for (const auto& [name, text] : r.files)
+    if (name == "against.csv") against = text;
+  const auto rows = parse_csv(against);
+  REQUIRE(rows.size() == 3);
+  const auto col = [&](const char* name) {
+    const auto it = std::find(rows[0].begin(), rows[0].end(), name);
+    REQUIRE(it != rows[0].end());
+    return static_cast<std::size_t>(it - rows[0].begin());
+  };
+  const double bw = h100.memory_bandwidth.value;  // 3.35 TB/s
+  // W_UK on 4 tokens x 128 heads: 2·4·128·128·512 = 67,108,864 FLOPs; bytes = bf16 weights
+  // 128·128·512·2 = 16,777,216 + queries 4·128·128·2 = 131,072 + output 4·128·512·2 = 524,288.
+  CHECK(rows[1][col("kernel")] == "bmm");
+  CHECK(std::stod(rows[1][col("predicted_sol_s")]) == Approx(std::max(67108864.0 / 989.4e12, 17432576.0 / bw)).epsilon(1e-9));
+  // bf16 [4096, 16384] to fp8: 4096·16384·(2 + 1) = 201,326,592 bytes.
+  CHECK(rows[2][col("kernel")] == "elementwise");
+  CHECK(std::stod(rows[2][col("predicted_sol_s")]) == Approx(201326592.0 / bw).epsilon(1e-9));
+  // The default: the shipped H100 profile's elementwise parameters, t = fixed + B / (bandwidth·η_m).
+  const auto profile = efficiency_for(h100, bundled_efficiency());
+  REQUIRE(profile);
+  const auto& e = profile->kernel(KernelFamily::elementwise);
+  REQUIRE(e);
+  CHECK(std::stod(rows[2][col("predicted_default_s")]) == Approx(e->fixed.value + 201326592.0 / (bw * e->eta_memory)).epsilon(1e-9));
 }
 
 TEST_CASE("Transfer: every GPU predicted from the others and never fitted on H20 or H200", "[validate]") {

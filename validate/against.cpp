@@ -1,6 +1,7 @@
 #include "against.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -32,6 +33,10 @@ namespace {
 constexpr const char* kDecode = "absorbed_decode";
 constexpr const char* kPrefill = "expanded_prefill";
 constexpr const char* kGemm = "gemm";
+constexpr const char* kBmm = "bmm";
+constexpr const char* kElementwise = "elementwise";
+// The families a folder's rows may time, in report order.
+constexpr std::array<const char*, 5> kKernels{kDecode, kPrefill, kGemm, kBmm, kElementwise};
 // A folder's provenance: file, source, licence for each of its tables (not a table of timings).
 constexpr const char* kSourcesFile = "sources.csv";
 
@@ -41,6 +46,7 @@ struct Row {
   std::string kernel;
   double batch = 1, len = 0, heads = 0, query = 1;
   std::string kv_dtype = "bf16";
+  std::string variant;  // bmm: the fold it timed (q_absorb_w_uk or out_absorb_w_uv); a lookup matches it
   double measured_s = 0;
   Op op;          // the attention op the row timed, with its tiling
   double peak = 0;  // the FLOP/s its kernel runs at
@@ -178,6 +184,13 @@ std::string text_field(const Table2& t, const std::vector<std::string>& row, con
   return c < row.size() && !row[c].empty() ? row[c] : fallback;
 }
 
+// A positive whole number from column `col`.
+double whole(const Table2& t, const std::vector<std::string>& row, std::size_t i, const std::string& file, const std::string& col) {
+  const double v = field(t, row, i, file, col, std::nullopt);
+  if (v != std::floor(v)) fail_key(file, col, fmt::format("{}", v), fmt::format("row {}: expected a whole number", i + 1));
+  return v;
+}
+
 // Every row of every CSV in `dir`, with its ops costed on `gpu`. Columns not read are collected.
 std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, const HardwareSpec& gpu, const ModelSpec& m,
                              std::set<std::string>& unread) {
@@ -190,7 +203,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
     if (e.is_regular_file() && e.path().extension() == ".csv" && e.path().filename() != kSourcesFile) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   if (files.empty()) fail(dir.string(), "holds no .csv files");
-  const std::set<std::string> known{"kernel", "batch", "kv_len", "seq_len", "latency_us", "heads", "query", "kv_dtype", "m", "n", "k", "dtype", "a_dtype"};
+  const std::set<std::string> known{"kernel", "batch", "kv_len", "seq_len", "latency_us", "heads", "query", "kv_dtype", "m", "n", "k", "dtype", "a_dtype", "op"};
   std::vector<Row> rows;
   for (const fs::path& p : files) {
     const std::string file = p.string();
@@ -202,27 +215,74 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       Row r;
       r.gpu_key = gpu_key, r.file = p.filename().string(), r.gpu = &gpu;
       r.kernel = text_field(t, cells, "kernel", "");
-      if (r.kernel != kDecode && r.kernel != kPrefill && r.kernel != kGemm)
-        fail_key(file, "kernel", r.kernel.empty() ? "(absent)" : r.kernel, fmt::format("row {}: expected absorbed_decode, expanded_prefill or gemm", i + 1));
+      if (std::find_if(kKernels.begin(), kKernels.end(), [&](const char* k) { return r.kernel == k; }) == kKernels.end())
+        fail_key(file, "kernel", r.kernel.empty() ? "(absent)" : r.kernel,
+                 fmt::format("row {}: expected absorbed_decode, expanded_prefill, gemm, bmm or elementwise", i + 1));
+      if (r.kernel == kElementwise) {
+        // One pass over an [m, k] bf16 matrix writing it in `dtype` (fp8: a quantisation with one
+        // scale per tensor; bf16: a copy): m·k·2 bytes read, m·k·(1 or 2) written, no FLOPs to speak of.
+        r.len = whole(t, cells, i, file, "m");
+        r.heads = whole(t, cells, i, file, "k");
+        const std::string d = text_field(t, cells, "dtype", "bf16");
+        if (d != "bf16" && d != "fp8") fail_key(file, "dtype", d, fmt::format("row {}: expected bf16 or fp8", i + 1));
+        r.kv_dtype = d;
+        r.measured_s = field(t, cells, i, file, "latency_us", std::nullopt) * 1e-6;
+        const double values = r.len * r.heads;
+        r.op.id = OpId::rms_norm;
+        r.op.flops = Flops{values};
+        r.op.bytes_read = BytesF{values * 2};
+        r.op.bytes_written = BytesF{values * (d == "fp8" ? 1 : 2)};
+        r.peak = gpu.peak_flops(DType::bf16)->value;
+        r.sol_s = std::max(r.op.flops.value / r.peak, r.op.bytes().value / gpu.memory_bandwidth.value);
+        rows.push_back(std::move(r));
+        continue;
+      }
       if (r.kernel == kGemm) {
         // [m, k] x [k, n] in bf16, or fp8 inputs (with their block scales) and a bf16 output at the
         // fp8 peak. The row's shape fields hold m (len), n (heads) and k (query), for the lookup.
-        r.len = field(t, cells, i, file, "m", std::nullopt);
-        r.heads = field(t, cells, i, file, "n", std::nullopt);
-        r.query = field(t, cells, i, file, "k", std::nullopt);
+        r.len = whole(t, cells, i, file, "m");
+        r.heads = whole(t, cells, i, file, "n");
+        r.query = whole(t, cells, i, file, "k");
         std::string d = text_field(t, cells, "dtype", text_field(t, cells, "a_dtype", "bf16"));
         if (d == "fp8_e4m3") d = "fp8";
         if (d != "bf16" && d != "fp8") fail_key(file, "dtype", d, fmt::format("row {}: expected bf16 or fp8", i + 1));
         r.kv_dtype = d;
         r.measured_s = field(t, cells, i, file, "latency_us", std::nullopt) * 1e-6;
-        for (auto [col, v] : {std::pair{"m", r.len}, std::pair{"n", r.heads}, std::pair{"k", r.query}})
-          if (v != std::floor(v)) fail_key(file, col, fmt::format("{}", v), fmt::format("row {}: expected a whole number", i + 1));
         const bool fp8 = d == "fp8" && gpu.peak_flops(DType::fp8);
         r.op = gemm_op(OpId::q_proj, r.len, r.query, r.heads, fp8 ? 1 : 2, fp8 ? 1 : 2);
         r.op.bytes_written = BytesF{r.len * r.heads * 2};  // the output in bf16 either way
         r.peak = gpu.peak_flops(fp8 ? DType::fp8 : DType::bf16)->value;
         r.fp8 = fp8;
         r.sol_s = std::max(r.op.flops.value / r.peak, r.op.bytes().value / gpu.memory_bandwidth.value);
+        rows.push_back(std::move(r));
+        continue;
+      }
+      if (r.kernel == kBmm) {
+        // The absorbed path's per-head fold for `batch` tokens of one step: W_UK on the queries
+        // (q_absorb_w_uk) or W_UV on the latent output (out_absorb_w_uv), weights in `dtype` (fp8:
+        // dequantised to bf16 in the kernel, so at the bf16 peak), activations in bf16.
+        r.batch = whole(t, cells, i, file, "batch");
+        r.heads = whole(t, cells, i, file, "heads");
+        r.variant = text_field(t, cells, "op", "");
+        if (r.variant != "q_absorb_w_uk" && r.variant != "out_absorb_w_uv")
+          fail_key(file, "op", r.variant.empty() ? "(absent)" : r.variant, fmt::format("row {}: expected q_absorb_w_uk or out_absorb_w_uv", i + 1));
+        const std::string d = text_field(t, cells, "dtype", "bf16");
+        if (d != "bf16" && d != "fp8") fail_key(file, "dtype", d, fmt::format("row {}: expected bf16 or fp8", i + 1));
+        r.kv_dtype = d;
+        r.len = 1;
+        r.measured_s = field(t, cells, i, file, "latency_us", std::nullopt) * 1e-6;
+        ModelSpec mm = m;
+        mm.heads = mm.kv_heads = static_cast<std::int64_t>(r.heads);
+        mm.layers.resize(1);
+        Workload w;
+        w.fold_weights = d == "fp8" ? WeightDtype::fp8 : WeightDtype::bf16;
+        w.groups = {SequenceGroup{static_cast<std::int64_t>(r.batch), 1, 0}};
+        const PathPlan plan = mla_path(mm, w, PathKind::absorb);
+        const Op* op = plan.find(r.variant == "q_absorb_w_uk" ? OpId::q_absorb_w_uk : OpId::out_absorb_w_uv);
+        if (!op) throw std::logic_error("--against: the absorbed path lacks its fold");
+        r.op = *op;
+        r.peak = gpu.peak_flops(DType::bf16)->value;
+        r.sol_s = std::max(op->flops.value / r.peak, op->bytes().value / gpu.memory_bandwidth.value);
         rows.push_back(std::move(r));
         continue;
       }
@@ -352,7 +412,7 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
       if (const auto& k = shipped->kernel(*parse_kernel_family(r.kernel)))
         r.default_s = row_time(r, *k);
   std::vector<GpuKernelFit> fits;
-  for (const char* k : {kDecode, kPrefill, kGemm}) {
+  for (const char* k : kKernels) {
     const auto train = select(rows, k, [](const Row& r) { return r.train; });
     if (train.empty()) continue;
     fits.push_back(fit(k, train));
@@ -378,7 +438,7 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
              {"fit_median_ape", "refit median (held out)", Unit::fraction},
              {"fit_p90_ape", "refit p90 (held out)", Unit::fraction}},
             .rows = {}};
-  for (const char* k : {kDecode, kPrefill, kGemm}) {
+  for (const char* k : kKernels) {
     const auto all = of_kernel(rows, k);
     if (all.empty()) continue;
     const ErrorStats s = ape_stats(errors(all, &Row::sol_s)), d = ape_stats(errors(all, &Row::default_s)),
@@ -392,9 +452,9 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
 
   std::vector<svg::Series> series;
   int c = 0;
-  for (const char* k : {kDecode, kPrefill, kGemm}) {
+  for (const char* k : kKernels) {
     svg::Series fitted{.name = std::string(k) + ", refit (held out)", .line = false, .markers = true, .color = c, .marker = c};
-    svg::Series sol{.name = std::string(k) + ", speed of light", .line = false, .markers = true, .color = c + 3, .marker = c};
+    svg::Series sol{.name = std::string(k) + ", speed of light", .line = false, .markers = true, .color = c + static_cast<int>(kKernels.size()), .marker = c};
     for (const Row& r : rows)
       if (r.kernel == k && !r.train) fitted.points.push_back({r.measured_s, r.fit_s}), sol.points.push_back({r.measured_s, r.sol_s});
     if (!fitted.points.empty()) series.push_back(fitted), series.push_back(sol);
@@ -488,7 +548,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
       }
     }
   };
-  for (const char* k : {kDecode, kPrefill, kGemm}) {
+  for (const char* k : kKernels) {
     // Each GPU's own fit (even rows) first: it also finds whether the GPU's decode kernel splits keys,
     // and the fits over several GPUs then time each GPU's rows with its own kernel.
     std::vector<std::optional<GpuKernelFit>> in_tables(gpus.size());
@@ -528,7 +588,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
         // two rows' speed-of-light ratio.
         double best = INFINITY;
         for (const Row* o : others) {
-          if (o->kv_dtype != r.kv_dtype) continue;
+          if (o->kv_dtype != r.kv_dtype || o->variant != r.variant) continue;
           const double d = std::fabs(std::log(o->batch / r.batch)) + std::fabs(std::log(o->len / r.len)) + std::fabs(std::log(o->heads / r.heads)) +
                            std::fabs(std::log(o->query / r.query));
           if (d < best) best = d, r.lookup_s = o->measured_s * r.sol_s / o->sol_s;

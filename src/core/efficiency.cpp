@@ -54,25 +54,44 @@ std::string EfficiencyProfile::describe() const {
   std::string on, families;
   for (const FittedTable& t : fitted_on)
     if (on.find(t.gpu) == std::string::npos) on += (on.empty() ? "" : " + ") + t.gpu;
-  for (int i = 0; i < kKernelFamilyCount; ++i)
-    if (kernels[static_cast<std::size_t>(i)]) families += (families.empty() ? "" : ", ") + std::string(to_string(static_cast<KernelFamily>(i)));
+  // Borrowed families, grouped by the profile they came from, in family order.
+  std::vector<std::pair<std::string, std::string>> borrowed;
+  for (int i = 0; i < kKernelFamilyCount; ++i) {
+    const auto f = static_cast<std::size_t>(i);
+    if (!kernels[f]) continue;
+    const std::string fam(to_string(static_cast<KernelFamily>(i)));
+    if (borrowed_from[f].empty()) {
+      families += (families.empty() ? "" : ", ") + fam;
+      continue;
+    }
+    auto it = std::find_if(borrowed.begin(), borrowed.end(), [&](const auto& b) { return b.first == borrowed_from[f]; });
+    if (it == borrowed.end()) borrowed.push_back({borrowed_from[f], fam});
+    else it->second += ", " + fam;
+  }
   std::string s = name;
   s += " profile (";
   s += on.empty() ? std::string("no tables") : "fitted on " + on;
   s += "): ";
   s += families.empty() ? std::string("no families") : families;
+  for (const auto& [from, fams] : borrowed) s += "; " + fams + " from the " + from + " profile";
   return s;
 }
 
 std::optional<EfficiencyProfile> efficiency_for(const HardwareSpec& hw, const std::vector<EfficiencyProfile>& profiles) {
+  std::optional<EfficiencyProfile> out;
   for (const std::string_view scope : {"gpu", "architecture", "any"})
     for (const EfficiencyProfile& p : profiles) {
       if (p.scope != scope) continue;
       if (scope == "gpu" && p.gpu != hw.name) continue;
       if (scope == "architecture" && (hw.architecture.empty() || p.architecture != hw.architecture)) continue;
-      return p;
+      if (!out) {
+        out = p;
+        continue;
+      }
+      for (std::size_t f = 0; f < out->kernels.size(); ++f)
+        if (!out->kernels[f] && p.kernels[f]) out->kernels[f] = p.kernels[f], out->borrowed_from[f] = p.name;
     }
-  return std::nullopt;
+  return out;
 }
 
 bool is_latent_attention(KernelFamily f) { return f == KernelFamily::absorbed_decode || f == KernelFamily::sparse_decode; }

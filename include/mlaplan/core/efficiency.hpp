@@ -78,14 +78,19 @@ struct EfficiencyProfile {
   std::string written_by;    // the command that wrote it
   std::vector<FittedTable> fitted_on;
   std::array<std::optional<KernelEfficiency>, kKernelFamilyCount> kernels{};
+  // Families taken from a less specific profile (efficiency_for): the name of the profile each came
+  // from; empty where the family is the profile's own.
+  std::array<std::string, kKernelFamilyCount> borrowed_from{};
   const std::optional<KernelEfficiency>& kernel(KernelFamily f) const { return kernels[static_cast<std::size_t>(f)]; }
-  // "hopper profile (fitted on H100 SXM5 80GB + H800 SXM5 80GB): absorbed_decode, expanded_prefill"
+  // "hopper profile (fitted on H100 SXM5 80GB + H800 SXM5 80GB): absorbed_decode, expanded_prefill",
+  // then "; bmm, elementwise from the hopper profile" for borrowed families.
   std::string describe() const;
 };
 
 // The profile a GPU's calibrated times use (the transfer rule): the profile fitted on the GPU's own
-// measurements, else its architecture's, else the one fitted over every architecture; nullopt when
-// `profiles` has none of these.
+// measurements, else its architecture's, else the one fitted over every architecture; a family the
+// chosen profile lacks is taken from the next of these that has it (and named in borrowed_from).
+// nullopt when `profiles` has none of these.
 std::optional<EfficiencyProfile> efficiency_for(const HardwareSpec& hw, const std::vector<EfficiencyProfile>& profiles);
 
 // The latent attention families, whose kernels may or may not split keys (split_kv).

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Transcribe aiconfigurator's per-op latency tables into validate/published/<gpu>/ CSVs.
+
+  scripts/aic-tables.py AICONFIGURATOR_GIT_DIR [COMMIT]
+
+AICONFIGURATOR_GIT_DIR is a clone of ai-dynamo/aiconfigurator (a bare mirror works: files are
+read with `git show`). Writes, per GPU, the tables below in the format `mlaplan-validate
+--against` reads (latency in microseconds; nothing interpolated, rows in the source's order):
+
+  bmm-trtllm.csv          mla_bmm_perf: TensorRT-LLM's W_UK (mla_gen_pre) and W_UV (mla_gen_post)
+                          per-head folds, bf16 rows only (the folds vLLM and SGLang run; the fp8 rows
+                          are block-scaled fp8 on H100 and dequantised bf16 on B200, two kernels)
+  elementwise-trtllm.csv  scale_matrix_perf: TensorRT-LLM's static_quantize_e4m3_per_tensor, one
+                          pass over an [m, k] bf16 matrix writing fp8 (GPUs with fp8 only)
+
+H20 and H200 are never transcribed: they are held out.
+"""
+import csv
+import io
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import parquet2csv  # noqa: E402
+
+DATA = 'aic-core/src/aiconfigurator_core/systems/data'
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'validate', 'published')
+
+# mlaplan folder: (aiconfigurator system, TensorRT-LLM version of the tables already transcribed)
+GPUS = {
+    'a100-80gb': ('a100_sxm', '1.0.0'),
+    'h100-sxm': ('h100_sxm', '1.3.0rc20'),
+    'b200': ('b200_sxm', '1.3.0rc20'),
+}
+
+
+def rows_of(git_dir, commit, path):
+    blob = subprocess.run(['git', '--git-dir', git_dir, 'show', f'{commit}:{path}'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    if blob.returncode != 0:
+        return None
+    tmp = '/tmp/aic-tables.parquet'
+    with open(tmp, 'wb') as f:
+        f.write(blob.stdout)
+    out = io.StringIO()
+    stdout, sys.stdout = sys.stdout, out
+    sys.argv = ['parquet2csv', tmp]
+    try:
+        parquet2csv.main()
+    finally:
+        sys.stdout = stdout
+    return list(csv.DictReader(io.StringIO(out.getvalue())))
+
+
+def write(path, header, rows):
+    with open(path, 'w', newline='') as f:
+        w = csv.writer(f, lineterminator='\n')
+        w.writerow(header)
+        w.writerows(rows)
+    print(f'{path}: {len(rows)} rows')
+
+
+def main():
+    if len(sys.argv) not in (2, 3):
+        sys.exit(__doc__)
+    git_dir = sys.argv[1]
+    commit = sys.argv[2] if len(sys.argv) == 3 else 'HEAD'
+    for folder, (system, version) in GPUS.items():
+        src = f'{DATA}/{system}/mla_bmm/trtllm/{version}/mla_bmm_perf.parquet'
+        rows = rows_of(git_dir, commit, src)
+        if rows:
+            fold = {'mla_gen_pre': 'q_absorb_w_uk', 'mla_gen_post': 'out_absorb_w_uv'}
+            out = [['bmm', fold[r['op_name']], r['num_tokens'], r['num_heads'], 'bf16', f"{float(r['latency']) * 1000:.4f}"]
+                   for r in rows if r['bmm_dtype'] == 'bfloat16' and r['op_name'] in fold]
+            write(os.path.join(ROOT, folder, 'bmm-trtllm.csv'), ['kernel', 'op', 'batch', 'heads', 'dtype', 'latency_us'], out)
+        src = f'{DATA}/{system}/quantize/trtllm/{version}/scale_matrix_perf.parquet'
+        rows = rows_of(git_dir, commit, src)
+        if rows:
+            out = [['elementwise', r['m'], r['k'], 'fp8', f"{float(r['latency']) * 1000:.4f}"] for r in rows if r['quant_dtype'] == 'fp8']
+            write(os.path.join(ROOT, folder, 'elementwise-trtllm.csv'), ['kernel', 'm', 'k', 'dtype', 'latency_us'], out)
+
+
+if __name__ == '__main__':
+    main()
