@@ -323,7 +323,7 @@ TEST_CASE("cost uses the calibrated profile by default and says which; --sol giv
     INFO(gpu);
     const json j = json::parse(run(std::string("cost --model deepseek-v3 --batch 32 --format json --gpu ") + gpu).out);
     CHECK(j["time_model"] == "calibrated");
-    CHECK(j["eta_source"] == "hopper profile (fitted on H100 SXM5 80GB + H800 SXM5 80GB): absorbed_decode, expanded_prefill, gemm, bmm, elementwise");
+    CHECK(j["eta_source"] == "hopper profile (fitted on H100 SXM5 80GB + H800 SXM5 80GB): absorbed_decode, expanded_prefill, gemm, bmm, grouped_gemm, elementwise");
     CHECK(j["paths"]["absorb"]["time_s_all_layers"].get<double>() > j["paths"]["absorb"]["sol_time_s_all_layers"].get<double>());
   }
   const json s = json::parse(run("cost --model deepseek-v3 --batch 32 --format json --gpu h200 --sol").out);

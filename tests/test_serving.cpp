@@ -84,6 +84,37 @@ TEST_CASE("Worked example: DeepSeek-V3 decode on one GPU, MoE FLOPs and bytes by
   CHECK(r.tpot.value == Approx(r.step_time.value));
 }
 
+TEST_CASE("Routed experts take the grouped-GEMM family's calibrated time: H800, worked from the profile", "[serving]") {
+  // DeepSeek-V3 decode on one H800, 128 sequences: 1,024 pairs over 251.35 touched experts per MoE
+  // layer, gate/up [7168, 4096] and down [2048, 7168] fp8 block-scaled, each at
+  // fixed + max(F / (fp8 peak·η_c·w), B / (bandwidth·η_m·w)) under the H800 profile's grouped_gemm.
+  const ModelSpec m = test::model("deepseek-v3");
+  const HardwareSpec hw = load_gpu("h800");
+  const auto profile = efficiency_for(hw, bundled_efficiency());
+  REQUIRE(profile);
+  const auto& k = profile->kernel(KernelFamily::grouped_gemm);
+  REQUIRE(k);
+  StepRequest req;
+  req.phase = Phase::decode;
+  req.weights = default_weight_plan(m);
+  req.w.groups = {SequenceGroup{128, 1, 4095}};
+  req.gpus_per_node = 1;
+  req.links = links_for(hw, StepOverheads{});
+  const StepResult r = step_time(m, hw, roofline_for(hw, DType::bf16, *profile), req);
+  const double touched = 256 * (1 - std::pow(255.0 / 256, 1024));
+  const double wb = 1 + 4.0 / (128 * 128);
+  double per_layer = 0;
+  for (auto [in, out] : {std::pair{7168.0, 4096.0}, std::pair{2048.0, 7168.0}}) {
+    Op op = grouped_gemm_op(OpId::expert_gate_up, 1024, touched, in, out, wb, 2);
+    op.fp8 = true;
+    per_layer += calibrated_time(op, *k, *hw.peak_flops(DType::fp8), hw.memory_bandwidth, static_cast<double>(hw.sm_count), true).time().value;
+  }
+  const StepRow* moe = row(r, StepComponent::routed_experts);
+  REQUIRE(moe);
+  CHECK(moe->time.value == Approx(58 * per_layer).epsilon(1e-9));
+  CHECK(moe->time.value > moe->bound.value);  // slower than speed of light
+}
+
 TEST_CASE("fp8 weights with per-tensor scales: fp8 GEMMs at the family's bf16 efficiency, block-scaled at its fp8 one", "[serving]") {
   // Llama-3.1-8B prefill on H100 under its calibrated profile: the MLP's GEMMs are compute-bound, so
   // their times differ by the two efficiencies (the bytes differ only by the scales).

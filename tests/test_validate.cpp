@@ -286,7 +286,7 @@ TEST_CASE("Published H800 timings are predicted on held-out rows", "[validate]")
   for (const auto& [name, text] : r.files)
     if (name == "errors.csv") errors = text;
   const auto rows = parse_csv(errors);
-  REQUIRE(rows.size() == 4);  // header, decode, prefill, GEMM
+  REQUIRE(rows.size() == 5);  // header, decode, prefill, GEMM, grouped GEMM
   for (std::size_t i = 1; i < rows.size(); ++i) {
     INFO(rows[i][0]);
     const double sol = std::stod(rows[i][2]), fitted = std::stod(rows[i][6]);
@@ -356,7 +356,7 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
   s.write("t.csv", "kernel,batch,kv_len,latency_us,source\nabsorbed_decode,4,4096,30.5,paper\nexpanded_prefill,1,,100,x\n");
   CHECK(against_error(s.dir) == f + ": key 'seq_len' = (absent): row 2 needs the column");
   s.write("t.csv", "kernel,batch,kv_len,latency_us\nabsorbed_decod,4,4096,30.5\n");
-  CHECK(against_error(s.dir) == f + ": key 'kernel' = absorbed_decod: row 1: expected absorbed_decode, expanded_prefill, gemm, bmm or elementwise");
+  CHECK(against_error(s.dir) == f + ": key 'kernel' = absorbed_decod: row 1: expected absorbed_decode, expanded_prefill, gemm, bmm, grouped_gemm or elementwise");
   s.write("t.csv", "kernel,batch,kv_len,latency_us\nabsorbed_decode,4,4096,-1\n");
   CHECK(against_error(s.dir) == f + ": key 'latency_us' = -1: row 1: expected a positive number");
   s.write("t.csv", "kernel,batch,kv_len,latency_us\nabsorbed_decode,4.5,4096,3\n");
@@ -389,6 +389,12 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
   CHECK(against_error(s.dir) == f + ": key 'k' = 0: row 1: expected a positive number");
   s.write("t.csv", "kernel,m,k,dtype,latency_us\nelementwise,64,7168,int8,2\n");
   CHECK(against_error(s.dir) == f + ": key 'dtype' = int8: row 1: expected bf16 or fp8");
+  s.write("t.csv", "kernel,groups,m,n,k,dtype,latency_us\ngrouped_gemm,4,256.5,4096,7168,fp8,60\n");
+  CHECK(against_error(s.dir) == f + ": key 'm' = 256.5: row 1: expected a whole number");
+  s.write("t.csv", "kernel,m,n,k,dtype,latency_us\ngrouped_gemm,256,4096,7168,fp8,60\n");
+  CHECK(against_error(s.dir) == f + ": key 'groups' = (absent): row 1 needs the column");
+  s.write("t.csv", "kernel,groups,m,n,k,dtype,latency_us\ngrouped_gemm,4,256,4096,7168,nvfp4,60\n");
+  CHECK(against_error(s.dir) == f + ": key 'dtype' = nvfp4: row 1: expected bf16 or fp8");
   s.write("t.csv", "kernel,m,latency_us\nelementwise,64,2\n");
   CHECK(against_error(s.dir) == f + ": key 'k' = (absent): row 1 needs the column");
   fs::remove(s.dir / "t.csv");
@@ -396,7 +402,7 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
   // Accepted: any file name, extra columns named in the report as not read.
   s.write("whatever.csv", "kernel,batch,kv_len,latency_us,source\nabsorbed_decode,4,4096,30.5,paper\nabsorbed_decode,8,4096,40.5,paper\n");
   const AgainstRun r = validate_against(s.dir, load_gpu("h100"), load_model("deepseek-v3"));
-  CHECK(r.summary.rfind("GPU H100 SXM5 80GB; default profile: h100-sxm profile (fitted on H100 SXM5 80GB): absorbed_decode, expanded_prefill, gemm, bmm, elementwise\n", 0) == 0);
+  CHECK(r.summary.rfind("GPU H100 SXM5 80GB; default profile: h100-sxm profile (fitted on H100 SXM5 80GB): absorbed_decode, expanded_prefill, gemm, bmm, elementwise; grouped_gemm from the hopper profile\n", 0) == 0);
   // The folder's provenance file is not a table of timings.
   s.write("sources.csv", "file,source,licence\nwhatever.csv,a paper,CC-BY-4.0\n");
   CHECK(validate_against(s.dir, load_gpu("h100"), load_model("deepseek-v3")).summary == r.summary);
@@ -404,16 +410,17 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
     if (name == "report.md") CHECK(text.find("Columns not read (kept as the sources' own): source.") != std::string::npos);
 }
 
-TEST_CASE("Against: a fold and an elementwise pass, worked by hand at speed of light and under the shipped profile", "[validate]") {
+TEST_CASE("Against: a fold, an elementwise pass and a grouped GEMM, worked by hand at speed of light and under the shipped profile", "[validate]") {
   Scratch s("against-families");
-  s.write("t.csv", "kernel,op,batch,heads,dtype,latency_us,m,k\nbmm,q_absorb_w_uk,4,128,bf16,6,,\nelementwise,,,,fp8,70,4096,16384\n");
+  s.write("t.csv", "kernel,op,batch,heads,dtype,latency_us,m,k,groups,n\nbmm,q_absorb_w_uk,4,128,bf16,6,,,,\nelementwise,,,,fp8,70,4096,16384,,\n"
+                   "grouped_gemm,,,,fp8,60,256,7168,4,4096\n");
   const HardwareSpec h100 = load_gpu("h100");
   const AgainstRun r = validate_against(s.dir, h100, load_model("deepseek-v3"));
   std::string against;
   for (const auto& [name, text] : r.files)
     if (name == "against.csv") against = text;
   const auto rows = parse_csv(against);
-  REQUIRE(rows.size() == 3);
+  REQUIRE(rows.size() == 4);
   const auto col = [&](const char* name) {
     const auto it = std::find(rows[0].begin(), rows[0].end(), name);
     REQUIRE(it != rows[0].end());
@@ -427,6 +434,11 @@ TEST_CASE("Against: a fold and an elementwise pass, worked by hand at speed of l
   // bf16 [4096, 16384] to fp8: 4096·16384·(2 + 1) = 201,326,592 bytes.
   CHECK(rows[2][col("kernel")] == "elementwise");
   CHECK(std::stod(rows[2][col("predicted_sol_s")]) == Approx(201326592.0 / bw).epsilon(1e-9));
+  // 4 experts' fp8 [7168, 4096] weights for 256 rows: 2·256·7168·4096 = 15,032,385,536 FLOPs at the fp8
+  // peak; bytes = 4·7168·4096 + rows in 256·7168·2 + out 256·4096·2 = 123,207,680.
+  CHECK(rows[3][col("kernel")] == "grouped_gemm");
+  CHECK(std::stod(rows[3][col("predicted_sol_s")]) ==
+        Approx(std::max(15032385536.0 / h100.peak_flops(DType::fp8)->value, 123207680.0 / bw)).epsilon(1e-9));
   // The default: the shipped H100 profile's elementwise parameters, t = fixed + B / (bandwidth·η_m).
   const auto profile = efficiency_for(h100, bundled_efficiency());
   REQUIRE(profile);
@@ -455,7 +467,7 @@ TEST_CASE("Transfer: every GPU predicted from the others and never fitted on H20
   CHECK(report.find("Folders not named as a GPU, not read: notes.") != std::string::npos);
   // Both GPUs are judged; only H800 rows train (H20's own left-out fit comes from H800 alone).
   const auto rows = parse_csv(transfer);
-  REQUIRE(rows.size() == 1 + 2 * 3);  // header, two GPUs x three kernel families
+  REQUIRE(rows.size() == 1 + 2 * 4);  // header, two GPUs x four kernel families
   for (std::size_t i = 1; i < rows.size(); ++i) CHECK((rows[i][5].empty()) == (rows[i][0] == "H800 SXM5 80GB"));  // nothing to fit H800 on
   const auto fit_rows = parse_csv(fits);
   for (std::size_t i = 1; i < fit_rows.size(); ++i) {

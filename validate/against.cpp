@@ -35,8 +35,9 @@ constexpr const char* kPrefill = "expanded_prefill";
 constexpr const char* kGemm = "gemm";
 constexpr const char* kBmm = "bmm";
 constexpr const char* kElementwise = "elementwise";
+constexpr const char* kGrouped = "grouped_gemm";
 // The families a folder's rows may time, in report order.
-constexpr std::array<const char*, 5> kKernels{kDecode, kPrefill, kGemm, kBmm, kElementwise};
+constexpr std::array<const char*, 6> kKernels{kDecode, kPrefill, kGemm, kBmm, kGrouped, kElementwise};
 // A folder's provenance: file, source, licence for each of its tables (not a table of timings).
 constexpr const char* kSourcesFile = "sources.csv";
 
@@ -184,6 +185,9 @@ std::string text_field(const Table2& t, const std::vector<std::string>& row, con
   return c < row.size() && !row[c].empty() ? row[c] : fallback;
 }
 
+// A row's speed-of-light time: max(F / peak, B / bandwidth) of its op.
+double sol_time(const Row& r) { return std::max(r.op.flops.value / r.peak, r.op.bytes().value / r.gpu->memory_bandwidth.value); }
+
 // A positive whole number from column `col`.
 double whole(const Table2& t, const std::vector<std::string>& row, std::size_t i, const std::string& file, const std::string& col) {
   const double v = field(t, row, i, file, col, std::nullopt);
@@ -203,7 +207,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
     if (e.is_regular_file() && e.path().extension() == ".csv" && e.path().filename() != kSourcesFile) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   if (files.empty()) fail(dir.string(), "holds no .csv files");
-  const std::set<std::string> known{"kernel", "batch", "kv_len", "seq_len", "latency_us", "heads", "query", "kv_dtype", "m", "n", "k", "dtype", "a_dtype", "op"};
+  const std::set<std::string> known{"kernel", "batch", "kv_len", "seq_len", "latency_us", "heads", "query", "kv_dtype", "m", "n", "k", "dtype", "a_dtype", "op", "groups"};
   std::vector<Row> rows;
   for (const fs::path& p : files) {
     const std::string file = p.string();
@@ -217,7 +221,27 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       r.kernel = text_field(t, cells, "kernel", "");
       if (std::find_if(kKernels.begin(), kKernels.end(), [&](const char* k) { return r.kernel == k; }) == kKernels.end())
         fail_key(file, "kernel", r.kernel.empty() ? "(absent)" : r.kernel,
-                 fmt::format("row {}: expected absorbed_decode, expanded_prefill, gemm, bmm or elementwise", i + 1));
+                 fmt::format("row {}: expected absorbed_decode, expanded_prefill, gemm, bmm, grouped_gemm or elementwise", i + 1));
+      if (r.kernel == kGrouped) {
+        // MoE experts: `groups` [k, n] weight matrices each read once, `m` rows in all (bf16 rows in
+        // and out, the serving step's convention), fp8 rows at the fp8 peak.
+        r.batch = whole(t, cells, i, file, "groups");
+        r.len = whole(t, cells, i, file, "m");
+        r.heads = whole(t, cells, i, file, "n");
+        r.query = whole(t, cells, i, file, "k");
+        const std::string d = text_field(t, cells, "dtype", "bf16");
+        if (d != "bf16" && d != "fp8") fail_key(file, "dtype", d, fmt::format("row {}: expected bf16 or fp8", i + 1));
+        r.kv_dtype = d;
+        r.measured_s = field(t, cells, i, file, "latency_us", std::nullopt) * 1e-6;
+        const bool fp8 = d == "fp8" && gpu.peak_flops(DType::fp8);
+        r.op = grouped_gemm_op(OpId::expert_gate_up, r.len, r.batch, r.query, r.heads, fp8 ? 1 : 2, 2);
+        r.op.fp8 = fp8;
+        r.peak = gpu.peak_flops(fp8 ? DType::fp8 : DType::bf16)->value;
+        r.fp8 = fp8;
+        r.sol_s = sol_time(r);
+        rows.push_back(std::move(r));
+        continue;
+      }
       if (r.kernel == kElementwise) {
         // One pass over an [m, k] bf16 matrix writing it in `dtype` (fp8: a quantisation with one
         // scale per tensor; bf16: a copy): m·k·2 bytes read, m·k·(1 or 2) written, no FLOPs to speak of.
@@ -233,7 +257,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         r.op.bytes_read = BytesF{values * 2};
         r.op.bytes_written = BytesF{values * (d == "fp8" ? 1 : 2)};
         r.peak = gpu.peak_flops(DType::bf16)->value;
-        r.sol_s = std::max(r.op.flops.value / r.peak, r.op.bytes().value / gpu.memory_bandwidth.value);
+        r.sol_s = sol_time(r);
         rows.push_back(std::move(r));
         continue;
       }
@@ -253,7 +277,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         r.op.bytes_written = BytesF{r.len * r.heads * 2};  // the output in bf16 either way
         r.peak = gpu.peak_flops(fp8 ? DType::fp8 : DType::bf16)->value;
         r.fp8 = fp8;
-        r.sol_s = std::max(r.op.flops.value / r.peak, r.op.bytes().value / gpu.memory_bandwidth.value);
+        r.sol_s = sol_time(r);
         rows.push_back(std::move(r));
         continue;
       }
@@ -282,7 +306,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         if (!op) throw std::logic_error("--against: the absorbed path lacks its fold");
         r.op = *op;
         r.peak = gpu.peak_flops(DType::bf16)->value;
-        r.sol_s = std::max(op->flops.value / r.peak, op->bytes().value / gpu.memory_bandwidth.value);
+        r.sol_s = sol_time(r);
         rows.push_back(std::move(r));
         continue;
       }
@@ -313,7 +337,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       r.peak = gpu.peak_flops(fp8_compute ? DType::fp8 : DType::bf16)->value;
       r.fp8 = fp8_compute;
       r.op = *op;
-      r.sol_s = std::max(op->flops.value / r.peak, op->bytes().value / gpu.memory_bandwidth.value);
+      r.sol_s = sol_time(r);
       rows.push_back(std::move(r));
     }
   }

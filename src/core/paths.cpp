@@ -362,6 +362,19 @@ Op gemm_op(OpId id, double tokens, double in, double out, double weight_b, doubl
   return op;
 }
 
+Op grouped_gemm_op(OpId id, double pairs, double touched, double in, double out, double weight_b, double act_b) {
+  Op op;
+  op.id = id;
+  op.flops = Flops{2 * pairs * in * out};
+  op.bytes_read = BytesF{touched * in * out * weight_b + pairs * in * act_b};
+  op.bytes_written = BytesF{pairs * out * act_b};
+  const double rows = touched > 0 ? pairs / touched : 0;
+  const double row_tiles = touched * std::ceil(rows / kGemmTile);
+  op.tiling.ctas = row_tiles * std::ceil(out / kGemmTile);
+  op.tiling.padded_flops = 2 * row_tiles * kGemmTile * in * out;
+  return op;
+}
+
 double weight_bytes_per_element(const ModelSpec& m, WeightDtype d) {
   return bytes_per_element(weight_format_for(m, d));
 }

@@ -134,17 +134,9 @@ Op gemm(OpId id, double tokens, double in, double out, double weight_b, double a
 // The routed experts of one MoE layer on the busiest rank, as one grouped GEMM per projection over
 // the `touched` experts it holds: `pairs` token-expert rows, each expert's weights read once.
 Op grouped(OpId id, double pairs, double touched, double in, double out, double weight_b, double act_b, Fp8Weights fp8) {
-  Op op;
-  op.id = id;
+  Op op = grouped_gemm_op(id, pairs, touched, in, out, weight_b, act_b);
   op.fp8 = fp8 != Fp8Weights::none;
   op.fp8_per_tensor = fp8 == Fp8Weights::tensor;
-  op.flops = Flops{2 * pairs * in * out};
-  op.bytes_read = BytesF{touched * in * out * weight_b + pairs * in * act_b};
-  op.bytes_written = BytesF{pairs * out * act_b};
-  const double rows = touched > 0 ? pairs / touched : 0;
-  const double row_tiles = touched * std::ceil(rows / 128);
-  op.tiling.ctas = row_tiles * std::ceil(out / 128);
-  op.tiling.padded_flops = 2 * row_tiles * 128 * in * out;
   return op;
 }
 

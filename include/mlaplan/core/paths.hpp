@@ -152,6 +152,9 @@ struct MlaGeometry {
 MlaGeometry mla_geometry(const ModelSpec& m, const Workload& w);
 // [tokens, in] × [in, out]: the weight read once, activations in and out once; 128 x 128 output tiles.
 Op gemm_op(OpId id, double tokens, double in, double out, double weight_b, double act_b);
+// A grouped GEMM (MoE experts) over `touched` weight matrices of [in, out] with `pairs` rows in all:
+// each touched matrix read once, every group's rows padded to 128-row tiles.
+Op grouped_gemm_op(OpId id, double pairs, double touched, double in, double out, double weight_b, double act_b);
 // Bytes per weight element read at dtype `d`, the fp8 block scales at the model's own block shape
 // (weight_block_size, 128x128 unless the config says otherwise) amortised over the block.
 double weight_bytes_per_element(const ModelSpec& m, WeightDtype d);
