@@ -84,6 +84,31 @@ TEST_CASE("Worked example: DeepSeek-V3 decode on one GPU, MoE FLOPs and bytes by
   CHECK(r.tpot.value == Approx(r.step_time.value));
 }
 
+TEST_CASE("Worked example: expert-parallel prefill scatters tokens to expert rows and gathers them back", "[serving]") {
+  // DeepSeek-V3 prefill on 8 H200s, EP8 DP8: 64 sequences of 128 tokens, 1,024 tokens per rank. Each
+  // rank receives 1,024·8 = 8,192 (token, expert) pairs; a token reaches a rank holding 32 of the 256
+  // experts with probability p = 1 − C(224, 8) / C(256, 8), so 8·1,024·p tokens arrive once each.
+  const ModelSpec m = test::model("deepseek-v3");
+  const StepResult r = sol_step(m, "h200", Parallelism{1, 8, 8}, 64, 128, Phase::prefill);
+  const StepRow* moe = row(r, StepComponent::routed_experts);
+  REQUIRE(moe);
+  CHECK(std::find(moe->ops.begin(), moe->ops.end(), OpId::expert_scatter) != moe->ops.end());
+  CHECK(std::find(moe->ops.begin(), moe->ops.end(), OpId::expert_gather) != moe->ops.end());
+  const double pairs = 8192, recv = 8 * 1024 * group_hit_probability(256, 32, 8);
+  const double token_fp8 = 7168 * (1 + 4.0 / 128);  // fp8 values and a scale per 128, as dispatched
+  const double wb = 1 + 4.0 / (128 * 128);
+  const double touched = experts_touched(32, pairs);
+  const double grouped = grouped_gemm_op(OpId::expert_gate_up, pairs, touched, 7168, 4096, wb, 2).bytes().value +
+                         grouped_gemm_op(OpId::expert_down, pairs, touched, 2048, 7168, wb, 2).bytes().value;
+  const double scatter = (recv + pairs) * token_fp8, gather = (pairs + recv) * 7168 * 2;
+  CHECK(moe->bytes.value == Approx(58 * (grouped + scatter + gather)).epsilon(1e-9));
+  // Decode's low-latency all-to-all delivers the expert layout itself: no scatter or gather.
+  const StepResult d = sol_step(m, "h200", Parallelism{1, 8, 8}, 64, 4096);
+  const StepRow* dm = row(d, StepComponent::routed_experts);
+  REQUIRE(dm);
+  CHECK(std::find(dm->ops.begin(), dm->ops.end(), OpId::expert_scatter) == dm->ops.end());
+}
+
 TEST_CASE("Routed experts take the grouped-GEMM family's calibrated time: H800, worked from the profile", "[serving]") {
   // DeepSeek-V3 decode on one H800, 128 sequences: 1,024 pairs over 251.35 touched experts per MoE
   // layer, gate/up [7168, 4096] and down [2048, 7168] fp8 block-scaled, each at

@@ -97,6 +97,15 @@ TEST_CASE("Op ids: unique stable names, a kind each, and every op the engine emi
     req.mtp_draft = 1;
     req.mtp_accept = 0.5;
     for (const StepRow& r : step_time(m, h, rf, req).rows) emitted.insert(r.ops.begin(), r.ops.end());
+    // An expert-parallel prefill (normal-mode all-to-all) scatters tokens to expert rows and back.
+    if (m.moe) {
+      StepRequest ep;
+      ep.phase = Phase::prefill;
+      ep.w.par = Parallelism{1, 8, 8};
+      ep.w.groups = {SequenceGroup{16, 64, 0}};
+      ep.gpus_per_node = 8;
+      for (const StepRow& r : step_time(m, h, rf, ep).rows) emitted.insert(r.ops.begin(), r.ops.end());
+    }
   }
   CHECK(static_cast<int>(emitted.size()) == kOpIdCount);
 }

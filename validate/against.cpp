@@ -195,6 +195,14 @@ double whole(const Table2& t, const std::vector<std::string>& row, std::size_t i
   return v;
 }
 
+// A row's `dtype` (bf16 or fp8, bf16 when absent) and its measured latency into `r`.
+std::string dtype_and_latency(const Table2& t, const std::vector<std::string>& row, std::size_t i, const std::string& file, Row& r) {
+  const std::string d = text_field(t, row, "dtype", "bf16");
+  if (d != "bf16" && d != "fp8") fail_key(file, "dtype", d, fmt::format("row {}: expected bf16 or fp8", i + 1));
+  r.measured_s = field(t, row, i, file, "latency_us", std::nullopt) * 1e-6;
+  return d;
+}
+
 // Every row of every CSV in `dir`, with its ops costed on `gpu`. Columns not read are collected.
 std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, const HardwareSpec& gpu, const ModelSpec& m,
                              std::set<std::string>& unread) {
@@ -229,10 +237,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         r.len = whole(t, cells, i, file, "m");
         r.heads = whole(t, cells, i, file, "n");
         r.query = whole(t, cells, i, file, "k");
-        const std::string d = text_field(t, cells, "dtype", "bf16");
-        if (d != "bf16" && d != "fp8") fail_key(file, "dtype", d, fmt::format("row {}: expected bf16 or fp8", i + 1));
-        r.kv_dtype = d;
-        r.measured_s = field(t, cells, i, file, "latency_us", std::nullopt) * 1e-6;
+        const std::string d = r.kv_dtype = dtype_and_latency(t, cells, i, file, r);
         const bool fp8 = d == "fp8" && gpu.peak_flops(DType::fp8);
         r.op = grouped_gemm_op(OpId::expert_gate_up, r.len, r.batch, r.query, r.heads, fp8 ? 1 : 2, 2);
         r.op.fp8 = fp8;
@@ -247,10 +252,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         // scale per tensor; bf16: a copy): m·k·2 bytes read, m·k·(1 or 2) written, no FLOPs to speak of.
         r.len = whole(t, cells, i, file, "m");
         r.heads = whole(t, cells, i, file, "k");
-        const std::string d = text_field(t, cells, "dtype", "bf16");
-        if (d != "bf16" && d != "fp8") fail_key(file, "dtype", d, fmt::format("row {}: expected bf16 or fp8", i + 1));
-        r.kv_dtype = d;
-        r.measured_s = field(t, cells, i, file, "latency_us", std::nullopt) * 1e-6;
+        const std::string d = r.kv_dtype = dtype_and_latency(t, cells, i, file, r);
         const double values = r.len * r.heads;
         r.op.id = OpId::rms_norm;
         r.op.flops = Flops{values};
@@ -290,11 +292,8 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         r.variant = text_field(t, cells, "op", "");
         if (r.variant != "q_absorb_w_uk" && r.variant != "out_absorb_w_uv")
           fail_key(file, "op", r.variant.empty() ? "(absent)" : r.variant, fmt::format("row {}: expected q_absorb_w_uk or out_absorb_w_uv", i + 1));
-        const std::string d = text_field(t, cells, "dtype", "bf16");
-        if (d != "bf16" && d != "fp8") fail_key(file, "dtype", d, fmt::format("row {}: expected bf16 or fp8", i + 1));
-        r.kv_dtype = d;
+        const std::string d = r.kv_dtype = dtype_and_latency(t, cells, i, file, r);
         r.len = 1;
-        r.measured_s = field(t, cells, i, file, "latency_us", std::nullopt) * 1e-6;
         ModelSpec mm = m;
         mm.heads = mm.kv_heads = static_cast<std::int64_t>(r.heads);
         mm.layers.resize(1);

@@ -69,6 +69,8 @@ std::string_view to_string(OpId id) {
     case OpId::mtp_eh_proj: return "mtp_eh_proj";
     case OpId::lm_head: return "lm_head";
     case OpId::sampling: return "sampling";
+    case OpId::expert_scatter: return "expert_scatter";
+    case OpId::expert_gather: return "expert_gather";
   }
   return "?";
 }
@@ -89,7 +91,9 @@ OpKind kind_of(OpId id) {
     case OpId::embedding:
     case OpId::rms_norm:
     case OpId::swiglu:
-    case OpId::sampling: return OpKind::elementwise;
+    case OpId::sampling:
+    case OpId::expert_scatter:
+    case OpId::expert_gather: return OpKind::elementwise;
     case OpId::expert_gate_up:
     case OpId::expert_down: return OpKind::grouped_gemm;
     case OpId::indexer_scores: return OpKind::indexer;

@@ -316,6 +316,25 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
       t.count = micro;
       L.transfers.push_back(t);
     }
+    if (!ll) {
+      // Normal mode delivers each token once to every rank holding one of its experts; the engine
+      // copies it into one row per (token, local expert) before the grouped GEMMs and sums the
+      // weighted expert rows back into one row per token after them (SGLang's DeepEPMoE
+      // forward_deepgemm_contiguous: ep_scatter, then ep_gather). Low-latency mode receives the
+      // per-expert layout itself and its combine sums in the kernel.
+      const double recv = send * c.ep * group_hit_probability(E, local, k) * imb;
+      Op scatter;
+      scatter.id = OpId::expert_scatter;
+      scatter.bytes_read = BytesF{recv * dispatch_b};
+      scatter.bytes_written = BytesF{pairs * dispatch_b};
+      Op gather;
+      gather.id = OpId::expert_gather;
+      gather.flops = Flops{2 * pairs * h};
+      gather.bytes_read = BytesF{pairs * h * c.act_b};
+      gather.bytes_written = BytesF{recv * h * c.act_b};
+      L.ops.push_back({StepComponent::routed_experts, scatter, micro});
+      L.ops.push_back({StepComponent::routed_experts, gather, micro});
+    }
     // TP ranks each dispatched a share of the tokens and hold a slice of the shared experts: one
     // all-reduce puts every token's output back on every TP rank.
     add_allreduce(c, L, tokens, h, c.act_b, micro);

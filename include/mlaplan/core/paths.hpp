@@ -39,8 +39,9 @@ enum class OpId {
   // The rest of the model, for a serving step (core/serving):
   embedding, rms_norm, swiglu, dense_gate_up, dense_down, router, expert_gate_up, expert_down,
   shared_gate_up, shared_down, mtp_eh_proj, lm_head, sampling,
+  expert_scatter, expert_gather,  // EP normal mode: tokens to per-expert rows and the weighted rows back
 };
-inline constexpr int kOpIdCount = static_cast<int>(OpId::sampling) + 1;
+inline constexpr int kOpIdCount = static_cast<int>(OpId::expert_gather) + 1;
 std::string_view to_string(OpId id);
 // The kind of kernel an op runs as (the efficiency family it belongs to).
 OpKind kind_of(OpId id);
