@@ -195,12 +195,28 @@ double whole(const Table2& t, const std::vector<std::string>& row, std::size_t i
   return v;
 }
 
-// A row's `dtype` (bf16 or fp8, bf16 when absent) and its measured latency into `r`.
-std::string dtype_and_latency(const Table2& t, const std::vector<std::string>& row, std::size_t i, const std::string& file, Row& r) {
-  const std::string d = text_field(t, row, "dtype", "bf16");
+// A row's `dtype` (bf16 or fp8; else its `a_dtype`; bf16 when absent; fp8_e4m3 read as fp8) into
+// r.kv_dtype, and its measured latency into r.measured_s.
+void read_dtype_and_latency(const Table2& t, const std::vector<std::string>& row, std::size_t i, const std::string& file, Row& r) {
+  std::string d = text_field(t, row, "dtype", text_field(t, row, "a_dtype", "bf16"));
+  if (d == "fp8_e4m3") d = "fp8";
   if (d != "bf16" && d != "fp8") fail_key(file, "dtype", d, fmt::format("row {}: expected bf16 or fp8", i + 1));
+  r.kv_dtype = d;
   r.measured_s = field(t, row, i, file, "latency_us", std::nullopt) * 1e-6;
-  return d;
+}
+
+// The peak a row's kernel runs at: fp8 where it runs in fp8 and the GPU has an fp8 peak.
+void set_peak(Row& r, bool fp8) {
+  r.fp8 = fp8 && r.gpu->peak_flops(DType::fp8).has_value();
+  r.peak = r.gpu->peak_flops(r.fp8 ? DType::fp8 : DType::bf16)->value;
+}
+
+// The model with `heads` query heads and one layer: the shapes a kernel row timed.
+ModelSpec one_layer(const ModelSpec& m, double heads) {
+  ModelSpec mm = m;
+  mm.heads = mm.kv_heads = static_cast<std::int64_t>(heads);
+  mm.layers.resize(1);
+  return mm;
 }
 
 // Every row of every CSV in `dir`, with its ops costed on `gpu`. Columns not read are collected.
@@ -217,6 +233,11 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
   if (files.empty()) fail(dir.string(), "holds no .csv files");
   const std::set<std::string> known{"kernel", "batch", "kv_len", "seq_len", "latency_us", "heads", "query", "kv_dtype", "m", "n", "k", "dtype", "a_dtype", "op", "groups"};
   std::vector<Row> rows;
+  // A parsed row, with its speed-of-light time, joins the table.
+  auto keep = [&rows](Row& r) {
+    r.sol_s = sol_time(r);
+    rows.push_back(std::move(r));
+  };
   for (const fs::path& p : files) {
     const std::string file = p.string();
     const Table2 t = read_csv(p);
@@ -237,14 +258,11 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         r.len = whole(t, cells, i, file, "m");
         r.heads = whole(t, cells, i, file, "n");
         r.query = whole(t, cells, i, file, "k");
-        const std::string d = r.kv_dtype = dtype_and_latency(t, cells, i, file, r);
-        const bool fp8 = d == "fp8" && gpu.peak_flops(DType::fp8);
-        r.op = grouped_gemm_op(OpId::expert_gate_up, r.len, r.batch, r.query, r.heads, fp8 ? 1 : 2, 2);
-        r.op.fp8 = fp8;
-        r.peak = gpu.peak_flops(fp8 ? DType::fp8 : DType::bf16)->value;
-        r.fp8 = fp8;
-        r.sol_s = sol_time(r);
-        rows.push_back(std::move(r));
+        read_dtype_and_latency(t, cells, i, file, r);
+        set_peak(r, r.kv_dtype == "fp8");
+        r.op = grouped_gemm_op(OpId::expert_gate_up, r.len, r.batch, r.query, r.heads, r.fp8 ? 1 : 2, 2);
+        r.op.fp8 = r.fp8;
+        keep(r);
         continue;
       }
       if (r.kernel == kElementwise) {
@@ -252,15 +270,14 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         // scale per tensor; bf16: a copy): m·k·2 bytes read, m·k·(1 or 2) written, no FLOPs to speak of.
         r.len = whole(t, cells, i, file, "m");
         r.heads = whole(t, cells, i, file, "k");
-        const std::string d = r.kv_dtype = dtype_and_latency(t, cells, i, file, r);
+        read_dtype_and_latency(t, cells, i, file, r);
         const double values = r.len * r.heads;
         r.op.id = OpId::rms_norm;
         r.op.flops = Flops{values};
         r.op.bytes_read = BytesF{values * 2};
-        r.op.bytes_written = BytesF{values * (d == "fp8" ? 1 : 2)};
-        r.peak = gpu.peak_flops(DType::bf16)->value;
-        r.sol_s = sol_time(r);
-        rows.push_back(std::move(r));
+        r.op.bytes_written = BytesF{values * (r.kv_dtype == "fp8" ? 1 : 2)};
+        set_peak(r, false);
+        keep(r);
         continue;
       }
       if (r.kernel == kGemm) {
@@ -269,18 +286,11 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         r.len = whole(t, cells, i, file, "m");
         r.heads = whole(t, cells, i, file, "n");
         r.query = whole(t, cells, i, file, "k");
-        std::string d = text_field(t, cells, "dtype", text_field(t, cells, "a_dtype", "bf16"));
-        if (d == "fp8_e4m3") d = "fp8";
-        if (d != "bf16" && d != "fp8") fail_key(file, "dtype", d, fmt::format("row {}: expected bf16 or fp8", i + 1));
-        r.kv_dtype = d;
-        r.measured_s = field(t, cells, i, file, "latency_us", std::nullopt) * 1e-6;
-        const bool fp8 = d == "fp8" && gpu.peak_flops(DType::fp8);
-        r.op = gemm_op(OpId::q_proj, r.len, r.query, r.heads, fp8 ? 1 : 2, fp8 ? 1 : 2);
+        read_dtype_and_latency(t, cells, i, file, r);
+        set_peak(r, r.kv_dtype == "fp8");
+        r.op = gemm_op(OpId::q_proj, r.len, r.query, r.heads, r.fp8 ? 1 : 2, r.fp8 ? 1 : 2);
         r.op.bytes_written = BytesF{r.len * r.heads * 2};  // the output in bf16 either way
-        r.peak = gpu.peak_flops(fp8 ? DType::fp8 : DType::bf16)->value;
-        r.fp8 = fp8;
-        r.sol_s = sol_time(r);
-        rows.push_back(std::move(r));
+        keep(r);
         continue;
       }
       if (r.kernel == kBmm) {
@@ -292,21 +302,17 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         r.variant = text_field(t, cells, "op", "");
         if (r.variant != "q_absorb_w_uk" && r.variant != "out_absorb_w_uv")
           fail_key(file, "op", r.variant.empty() ? "(absent)" : r.variant, fmt::format("row {}: expected q_absorb_w_uk or out_absorb_w_uv", i + 1));
-        const std::string d = r.kv_dtype = dtype_and_latency(t, cells, i, file, r);
+        read_dtype_and_latency(t, cells, i, file, r);
         r.len = 1;
-        ModelSpec mm = m;
-        mm.heads = mm.kv_heads = static_cast<std::int64_t>(r.heads);
-        mm.layers.resize(1);
         Workload w;
-        w.fold_weights = d == "fp8" ? WeightDtype::fp8 : WeightDtype::bf16;
+        w.fold_weights = r.kv_dtype == "fp8" ? WeightDtype::fp8 : WeightDtype::bf16;
         w.groups = {SequenceGroup{static_cast<std::int64_t>(r.batch), 1, 0}};
-        const PathPlan plan = mla_path(mm, w, PathKind::absorb);
+        const PathPlan plan = mla_path(one_layer(m, r.heads), w, PathKind::absorb);
         const Op* op = plan.find(r.variant == "q_absorb_w_uk" ? OpId::q_absorb_w_uk : OpId::out_absorb_w_uv);
         if (!op) throw std::logic_error("--against: the absorbed path lacks its fold");
         r.op = *op;
-        r.peak = gpu.peak_flops(DType::bf16)->value;
-        r.sol_s = sol_time(r);
-        rows.push_back(std::move(r));
+        set_peak(r, false);
+        keep(r);
         continue;
       }
       const bool decode = r.kernel == kDecode;
@@ -322,22 +328,16 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       if (decode && r.query > r.len) fail_key(file, "query", fmt::format("{}", r.query), fmt::format("row {}: more new tokens than kv_len", i + 1));
       if (!decode && r.query != r.len)
         fail_key(file, "query", fmt::format("{}", r.query), fmt::format("row {}: a prefill row has no prefix (query = seq_len)", i + 1));
-      ModelSpec mm = m;
-      mm.heads = mm.kv_heads = static_cast<std::int64_t>(r.heads);
-      mm.layers.resize(1);
       Workload w;
       w.kv = r.kv_dtype == "fp8" ? KvDtype::fp8 : KvDtype::bf16;
       w.groups = {SequenceGroup{static_cast<std::int64_t>(r.batch), r.query, decode ? r.len - r.query : 0}};
-      const PathPlan plan = mla_path(mm, w, decode ? PathKind::absorb : PathKind::expand);
+      const PathPlan plan = mla_path(one_layer(m, r.heads), w, decode ? PathKind::absorb : PathKind::expand);
       const Op* op = plan.find(decode ? OpId::latent_attention_mqa : OpId::attention_mha);
       if (!op) throw std::logic_error("--against: the path lacks its attention op");
       // An fp8 prefill runs the fp8 attention kernel: the fp8 peak where the GPU has one.
-      const bool fp8_compute = !decode && r.kv_dtype == "fp8" && gpu.peak_flops(DType::fp8);
-      r.peak = gpu.peak_flops(fp8_compute ? DType::fp8 : DType::bf16)->value;
-      r.fp8 = fp8_compute;
+      set_peak(r, !decode && r.kv_dtype == "fp8");
       r.op = *op;
-      r.sol_s = sol_time(r);
-      rows.push_back(std::move(r));
+      keep(r);
     }
   }
   return rows;
