@@ -12,6 +12,13 @@ read with `git show`). Writes, per GPU, the tables below in the format `mlaplan-
                           are block-scaled fp8 on H100 and dequantised bf16 on B200, two kernels)
   elementwise-trtllm.csv  scale_matrix_perf: TensorRT-LLM's static_quantize_e4m3_per_tensor, one
                           pass over an [m, k] bf16 matrix writing fp8 (GPUs with fp8 only)
+  attention-trtllm.csv    generation_attention_perf (attention_decode) and context_attention_perf
+                          (attention): TensorRT-LLM's
+                          attention op (GQA/MQA, RoPE and the cache write included) for Llama-like
+                          shapes: head_dim 128, no window, 8-64 query heads over 1-8 KV heads; decode
+                          rows (kv_len = the cached tokens + the new one; bf16 kernel over a bf16 or
+                          fp8 cache) and causal prompts (seq_len; bf16, or the fp8 kernel on an fp8
+                          cache); the first row of each shape
 
 H20 and H200 are never transcribed: they are held out.
 """
@@ -78,6 +85,30 @@ def main():
         if rows:
             out = [['elementwise', r['m'], r['k'], 'fp8', f"{float(r['latency']) * 1000:.4f}"] for r in rows if r['quant_dtype'] == 'fp8']
             write(os.path.join(ROOT, folder, 'elementwise-trtllm.csv'), ['kernel', 'm', 'k', 'dtype', 'latency_us'], out)
+        out, seen = [], set()
+        dtype = {'bfloat16': 'bf16', 'fp8': 'fp8'}
+        for phase in ('generation', 'context'):
+            rows = rows_of(git_dir, commit, f'{DATA}/{system}/attention/trtllm/{version}/{phase}_attention_perf.parquet') or []
+            for r in rows:
+                kv, kernel = dtype.get(r['kv_cache_dtype']), dtype.get(r['attn_dtype'])
+                if r['window_size'] != '0' or r['head_dim'] != '128' or r['num_heads'] not in ('8', '16', '32', '64'):
+                    continue
+                if r['num_key_value_heads'] not in ('1', '2', '4', '8') or kv is None or kernel is None:
+                    continue
+                if (phase == 'generation' and kernel != 'bf16') or (phase == 'context' and kernel != kv):
+                    continue
+                decode = phase == 'generation'
+                kv_len = str(int(r['step']) + 1) if decode else ''
+                seq_len = '' if decode else r['isl']
+                key = (phase, r['batch_size'], kv_len, seq_len, r['num_heads'], r['num_key_value_heads'], kv, kernel)
+                if key in seen:
+                    continue
+                seen.add(key)
+                out.append(['attention_decode' if decode else 'attention', r['batch_size'], kv_len, seq_len, r['num_heads'], r['num_key_value_heads'], '128', kv, kernel,
+                            f"{float(r['latency']) * 1000:.4f}"])
+        if out:
+            write(os.path.join(ROOT, folder, 'attention-trtllm.csv'),
+                  ['kernel', 'batch', 'kv_len', 'seq_len', 'heads', 'kv_heads', 'head_dim', 'kv_dtype', 'dtype', 'latency_us'], out)
 
 
 if __name__ == '__main__':

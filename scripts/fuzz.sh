@@ -37,6 +37,8 @@ mkdir -p build-fuzz/corpus/against
 for f in validate/published/*/*.csv; do
   case $f in */sources.csv|*/serving.csv|*/engine-logs.csv) continue;; esac
   head -n 4 "$f" > "build-fuzz/corpus/against/$(basename "$(dirname "$f")")-$(basename "$f")"
+  # ... and its header with its last rows (a table of two kernels, such as attention's, shows both)
+  { head -n 1 "$f"; tail -n 3 "$f"; } > "build-fuzz/corpus/against/$(basename "$(dirname "$f")")-tail-$(basename "$f")"
 done
 total=0
 for t in $targets; do

@@ -156,7 +156,7 @@ TEST_CASE("calibrated times are never faster than speed of light on any bundled 
           const OpTime t = op_time(op, rf), s = op_time(op, sol);
           CHECK(std::isfinite(t.time.value));
           CHECK(t.time.value >= s.time.value * (1 - 1e-12));
-          CHECK(t.calibrated == rf.kernels[static_cast<std::size_t>(family_of(op.id))].has_value());
+          CHECK(t.calibrated == rf.kernels[static_cast<std::size_t>(family_of(op))].has_value());
         }
     }
   }
@@ -210,7 +210,7 @@ TEST_CASE("the transfer rule per family: a family the chosen profile lacks comes
   // The bundled profiles: H800's own tables time no fold or elementwise pass; Hopper's (H100's) do.
   const auto h800 = efficiency_for(load_gpu("h800"), bundled_efficiency());
   REQUIRE(h800);
-  CHECK(h800->describe().find("; bmm, elementwise from the hopper profile") != std::string::npos);
+  CHECK(h800->describe().find("; attention, attention_decode, bmm, elementwise from the hopper profile") != std::string::npos);
 }
 
 TEST_CASE("bundled profiles name every table with its source and never fit on H20 or H200", "[efficiency]") {

@@ -108,6 +108,29 @@ TEST_CASE("Absorbed decode intensity: 242 FLOP/B in bf16, 30 at TP=8, 484 with a
   CHECK(att.flops / att.cache_bytes_read == 8.0);
 }
 
+TEST_CASE("GQA attention's grid packs a KV head's query heads into one tile and names its kernel: decode or prefill", "[paths][efficiency]") {
+  // Llama-3.1-70B at TP4: 16 query heads over 2 KV heads, a group of 8.
+  const ModelSpec l = model("llama-3.1-70b");
+  Workload w = step(1, 4095, 4);
+  w.groups = {SequenceGroup{4, 1, 4095}};
+  const Op dec = op_of(standard_path(l, w), OpId::attention);
+  CHECK(dec.tiling.decode_kernel);
+  CHECK(family_of(dec) == KernelFamily::attention_decode);
+  CHECK(dec.tiling.ctas == 4 * 2);                    // 4 sequences x 2 KV heads, 8 query rows each
+  CHECK(dec.tiling.split_k == 16);                    // 4,096 keys in slices of 256
+  CHECK(dec.tiling.longest_cta_flops == 8.0 * 4096 * 2 * (128 + 128));
+  // A speculative step's 3 tokens still run the decode kernel; a prompt the prefill one.
+  w.spec_tokens = 2;
+  w.groups = {SequenceGroup{4, 3, 4093}};
+  CHECK(op_of(standard_path(l, w), OpId::attention).tiling.decode_kernel);
+  w.groups = {SequenceGroup{2, 1024, 0}};
+  const Op pre = op_of(standard_path(l, w), OpId::attention);
+  CHECK_FALSE(pre.tiling.decode_kernel);
+  CHECK(family_of(pre) == KernelFamily::attention);
+  CHECK(pre.tiling.ctas == 2 * (1024 * 8 / 128) * 2);  // 64 tiles of 128 packed rows per KV head
+  CHECK(pre.tiling.longest_cta_flops == 128.0 * 1024 * 2 * (128 + 128));
+}
+
 TEST_CASE("4,096 tokens over 61 layers on H100: 69.6 GFLOP and 287.8 MB, 70 us and 86 us", "[paths][roofline][example]") {
   const ModelSpec m = model("deepseek-v3");
   const Op att = op_of(mla_path(m, step(1, 4095), PathKind::absorb), OpId::latent_attention_mqa);

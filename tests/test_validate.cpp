@@ -348,6 +348,22 @@ std::string against_error(const fs::path& dir) {
   return "(accepted)";
 }
 
+// against.csv of one table run through --against on `gpu` (DeepSeek-V3's shapes), and its columns.
+struct AgainstRows : std::vector<std::vector<std::string>> {
+  AgainstRows(const std::string& name, const HardwareSpec& gpu, const std::string& table) {
+    Scratch s(name);
+    s.write("t.csv", table);
+    for (const auto& [file, text] : validate_against(s.dir, gpu, load_model("deepseek-v3")).files)
+      if (file == "against.csv") assign_from(parse_csv(text));
+  }
+  void assign_from(std::vector<std::vector<std::string>> rows) { std::vector<std::vector<std::string>>::operator=(std::move(rows)); }
+  std::size_t col(const char* name) const {
+    const auto it = std::find(front().begin(), front().end(), name);
+    REQUIRE(it != front().end());
+    return static_cast<std::size_t>(it - front().begin());
+  }
+};
+
 }  // namespace
 
 TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad rows in one line", "[validate][hostile]") {
@@ -356,7 +372,7 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
   s.write("t.csv", "kernel,batch,kv_len,latency_us,source\nabsorbed_decode,4,4096,30.5,paper\nexpanded_prefill,1,,100,x\n");
   CHECK(against_error(s.dir) == f + ": key 'seq_len' = (absent): row 2 needs the column");
   s.write("t.csv", "kernel,batch,kv_len,latency_us\nabsorbed_decod,4,4096,30.5\n");
-  CHECK(against_error(s.dir) == f + ": key 'kernel' = absorbed_decod: row 1: expected absorbed_decode, expanded_prefill, gemm, bmm, grouped_gemm or elementwise");
+  CHECK(against_error(s.dir) == f + ": key 'kernel' = absorbed_decod: row 1: expected absorbed_decode, expanded_prefill, attention_decode, attention, gemm, bmm, grouped_gemm or elementwise");
   s.write("t.csv", "kernel,batch,kv_len,latency_us\nabsorbed_decode,4,4096,-1\n");
   CHECK(against_error(s.dir) == f + ": key 'latency_us' = -1: row 1: expected a positive number");
   s.write("t.csv", "kernel,batch,kv_len,latency_us\nabsorbed_decode,4.5,4096,3\n");
@@ -397,12 +413,30 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
   CHECK(against_error(s.dir) == f + ": key 'dtype' = nvfp4: row 1: expected bf16 or fp8");
   s.write("t.csv", "kernel,m,latency_us\nelementwise,64,2\n");
   CHECK(against_error(s.dir) == f + ": key 'k' = (absent): row 1 needs the column");
+  // GQA attention: decode rows give kv_len, prompt rows seq_len, and the heads must share KV heads evenly.
+  const std::string gqa = "kernel,batch,kv_len,seq_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us\n";
+  s.write("t.csv", gqa + "attention_decode,4,4096,,32,5,128,bf16,bf16,20\n");
+  CHECK(against_error(s.dir) == f + ": key 'kv_heads' = 5: row 1: must divide heads (32)");
+  s.write("t.csv", gqa + "attention_decode,4,4096,,8,32,128,bf16,bf16,20\n");
+  CHECK(against_error(s.dir) == f + ": key 'kv_heads' = 32: row 1: must divide heads (8)");
+  s.write("t.csv", gqa + "attention,4,4096,,32,8,128,bf16,bf16,20\n");
+  CHECK(against_error(s.dir) == f + ": key 'kv_len' = 4096: row 1: attention rows give seq_len (a prompt, no prefix)");
+  s.write("t.csv", gqa + "attention_decode,4,,4096,32,8,128,bf16,bf16,20\n");
+  CHECK(against_error(s.dir) == f + ": key 'seq_len' = 4096: row 1: attention_decode rows give kv_len (keys per sequence, the new token included)");
+  s.write("t.csv", gqa + "attention,4,,4096,32,8,128,bf16,fp8,20\n");
+  CHECK(against_error(s.dir) == f + ": key 'dtype' = fp8: row 1: an fp8 kernel reads an fp8 cache (kv_dtype is bf16)");
+  s.write("t.csv", gqa + "attention,4,,4096,4096,8,128,bf16,bf16,20\n");
+  CHECK(against_error(s.dir) == f + ": key 'heads' = 4096: row 1: expected at most 1024");
+  s.write("t.csv", "kernel,batch,kv_len,heads,kv_heads,latency_us\nattention_decode,4,4096,32,8,20\n");
+  CHECK(against_error(s.dir) == f + ": key 'head_dim' = (absent): row 1 needs the column");
+  s.write("t.csv", gqa + "attention_decode,4,4096,,32,8,128,fp4,bf16,20\n");
+  CHECK(against_error(s.dir) == f + ": key 'kv_dtype' = fp4: row 1: expected bf16 or fp8");
   fs::remove(s.dir / "t.csv");
   CHECK(against_error(s.dir) == s.dir.string() + ": holds no .csv files");
   // Accepted: any file name, extra columns named in the report as not read.
   s.write("whatever.csv", "kernel,batch,kv_len,latency_us,source\nabsorbed_decode,4,4096,30.5,paper\nabsorbed_decode,8,4096,40.5,paper\n");
   const AgainstRun r = validate_against(s.dir, load_gpu("h100"), load_model("deepseek-v3"));
-  CHECK(r.summary.rfind("GPU H100 SXM5 80GB; default profile: h100-sxm profile (fitted on H100 SXM5 80GB): absorbed_decode, expanded_prefill, gemm, bmm, elementwise; grouped_gemm from the hopper profile\n", 0) == 0);
+  CHECK(r.summary.rfind("GPU H100 SXM5 80GB; default profile: h100-sxm profile (fitted on H100 SXM5 80GB): absorbed_decode, expanded_prefill, attention, attention_decode, gemm, bmm, elementwise; grouped_gemm from the hopper profile\n", 0) == 0);
   // The folder's provenance file is not a table of timings.
   s.write("sources.csv", "file,source,licence\nwhatever.csv,a paper,CC-BY-4.0\n");
   CHECK(validate_against(s.dir, load_gpu("h100"), load_model("deepseek-v3")).summary == r.summary);
@@ -411,21 +445,12 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
 }
 
 TEST_CASE("Against: a fold, an elementwise pass and a grouped GEMM, worked by hand at speed of light and under the shipped profile", "[validate]") {
-  Scratch s("against-families");
-  s.write("t.csv", "kernel,op,batch,heads,dtype,latency_us,m,k,groups,n\nbmm,q_absorb_w_uk,4,128,bf16,6,,,,\nelementwise,,,,fp8,70,4096,16384,,\n"
-                   "grouped_gemm,,,,fp8,60,256,7168,4,4096\n");
   const HardwareSpec h100 = load_gpu("h100");
-  const AgainstRun r = validate_against(s.dir, h100, load_model("deepseek-v3"));
-  std::string against;
-  for (const auto& [name, text] : r.files)
-    if (name == "against.csv") against = text;
-  const auto rows = parse_csv(against);
+  const AgainstRows rows("against-families", h100,
+                         "kernel,op,batch,heads,dtype,latency_us,m,k,groups,n\nbmm,q_absorb_w_uk,4,128,bf16,6,,,,\nelementwise,,,,fp8,70,4096,16384,,\n"
+                         "grouped_gemm,,,,fp8,60,256,7168,4,4096\n");
   REQUIRE(rows.size() == 4);
-  const auto col = [&](const char* name) {
-    const auto it = std::find(rows[0].begin(), rows[0].end(), name);
-    REQUIRE(it != rows[0].end());
-    return static_cast<std::size_t>(it - rows[0].begin());
-  };
+  const auto col = [&](const char* name) { return rows.col(name); };
   const double bw = h100.memory_bandwidth.value;  // 3.35 TB/s
   // W_UK on 4 tokens x 128 heads: 2·4·128·128·512 = 67,108,864 FLOPs; bytes = bf16 weights
   // 128·128·512·2 = 16,777,216 + queries 4·128·128·2 = 131,072 + output 4·128·512·2 = 524,288.
@@ -445,6 +470,27 @@ TEST_CASE("Against: a fold, an elementwise pass and a grouped GEMM, worked by ha
   const auto& e = profile->kernel(KernelFamily::elementwise);
   REQUIRE(e);
   CHECK(std::stod(rows[2][col("predicted_default_s")]) == Approx(e->fixed.value + 201326592.0 / (bw * e->eta_memory)).epsilon(1e-9));
+}
+
+TEST_CASE("Against: GQA decode and prompt attention, worked by hand at speed of light", "[validate]") {
+  const HardwareSpec h100 = load_gpu("h100");
+  const AgainstRows rows("against-gqa", h100,
+                         "kernel,batch,kv_len,seq_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us\n"
+                         "attention_decode,4,4096,,32,8,128,bf16,bf16,25\nattention,2,,1024,32,8,128,fp8,fp8,30\n");
+  REQUIRE(rows.size() == 3);
+  const auto col = [&](const char* name) { return rows.col(name); };
+  const double bw = h100.memory_bandwidth.value;
+  // Decode: 4 sequences x 4,096 keys x 32 heads, QK and PV of width 128: 2·16,384·32·256 =
+  // 268,435,456 FLOPs; bytes = the bf16 cache, 16,384 keys x 8 KV heads x (K + V) 256 x 2 =
+  // 67,108,864, + queries and outputs 2 x 4·32·128·2 = 65,536. Memory-bound.
+  CHECK(rows[1][col("kernel")] == "attention_decode");
+  CHECK(std::stod(rows[1][col("predicted_sol_s")]) == Approx(std::max(268435456.0 / 989.4e12, 67174400.0 / bw)).epsilon(1e-9));
+  // Prompt: 2 causal sequences of 1,024: 2·(1,024·1,025/2) = 1,049,600 pairs, 2·1,049,600·32·256 =
+  // 17,196,646,400 FLOPs at the fp8 peak; bytes = the fp8 cache 2,048 keys x 8 x 256 x 1 = 4,194,304,
+  // + bf16 queries and outputs 2 x 2,048·32·128·2 = 33,554,432.
+  CHECK(rows[2][col("kernel")] == "attention");
+  CHECK(std::stod(rows[2][col("predicted_sol_s")]) ==
+        Approx(std::max(17196646400.0 / h100.peak_flops(DType::fp8)->value, 37748736.0 / bw)).epsilon(1e-9));
 }
 
 TEST_CASE("Transfer: every GPU predicted from the others and never fitted on H20 or H200", "[validate]") {

@@ -36,8 +36,10 @@ constexpr const char* kGemm = "gemm";
 constexpr const char* kBmm = "bmm";
 constexpr const char* kElementwise = "elementwise";
 constexpr const char* kGrouped = "grouped_gemm";
+constexpr const char* kAttention = "attention";
+constexpr const char* kAttentionDecode = "attention_decode";
 // The families a folder's rows may time, in report order.
-constexpr std::array<const char*, 6> kKernels{kDecode, kPrefill, kGemm, kBmm, kGrouped, kElementwise};
+constexpr std::array<const char*, 8> kKernels{kDecode, kPrefill, kAttentionDecode, kAttention, kGemm, kBmm, kGrouped, kElementwise};
 // A folder's provenance: file, source, licence for each of its tables (not a table of timings).
 constexpr const char* kSourcesFile = "sources.csv";
 
@@ -46,6 +48,7 @@ struct Row {
   const HardwareSpec* gpu = nullptr;
   std::string kernel;
   double batch = 1, len = 0, heads = 0, query = 1;
+  double kv_heads = 1;  // GQA attention: the KV heads its query heads share (a lookup matches it)
   std::string kv_dtype = "bf16";
   std::string variant;  // bmm: the fold it timed (q_absorb_w_uk or out_absorb_w_uv); a lookup matches it
   double measured_s = 0;
@@ -219,6 +222,50 @@ ModelSpec one_layer(const ModelSpec& m, double heads) {
   return mm;
 }
 
+// A GQA/MHA/MQA attention row: `batch` sequences of `heads` query heads sharing `kv_heads` KV heads
+// of width `head_dim`, decoding one token after `kv_len` − 1 cached keys (attention_decode) or
+// filling a causal prompt of `seq_len` tokens (attention); the cache in `kv_dtype`, the kernel in
+// `dtype` (an fp8 context kernel runs at the fp8 peak).
+void read_gqa_attention(const Table2& t, const std::vector<std::string>& row, std::size_t i, const std::string& file, Row& r) {
+  const bool decode = r.kernel == kAttentionDecode;
+  const std::string other = decode ? "seq_len" : "kv_len";
+  if (const std::string v = text_field(t, row, other, ""); !v.empty())
+    fail_key(file, other, v, fmt::format("row {}: {} rows give {}", i + 1, r.kernel, decode ? "kv_len (keys per sequence, the new token included)" : "seq_len (a prompt, no prefix)"));
+  r.batch = whole(t, row, i, file, "batch");
+  r.len = whole(t, row, i, file, decode ? "kv_len" : "seq_len");
+  r.heads = whole(t, row, i, file, "heads");
+  r.kv_heads = whole(t, row, i, file, "kv_heads");
+  const double head_dim = whole(t, row, i, file, "head_dim");
+  if (r.kv_heads > r.heads || std::fmod(r.heads, r.kv_heads) != 0)
+    fail_key(file, "kv_heads", fmt::format("{}", r.kv_heads), fmt::format("row {}: must divide heads ({})", i + 1, r.heads));
+  if (r.heads > 1024 || head_dim > 1024)
+    fail_key(file, r.heads > 1024 ? "heads" : "head_dim", fmt::format("{}", std::max(r.heads, head_dim)), fmt::format("row {}: expected at most 1024", i + 1));
+  r.query = decode ? 1 : r.len;
+  r.kv_dtype = text_field(t, row, "kv_dtype", "bf16");
+  if (r.kv_dtype != "bf16" && r.kv_dtype != "fp8") fail_key(file, "kv_dtype", r.kv_dtype, fmt::format("row {}: expected bf16 or fp8", i + 1));
+  const std::string kv = r.kv_dtype;
+  read_dtype_and_latency(t, row, i, file, r);  // the kernel's dtype lands in kv_dtype: put it back
+  const bool fp8_kernel = r.kv_dtype == "fp8";
+  r.kv_dtype = kv;
+  if (fp8_kernel && kv != "fp8") fail_key(file, "dtype", "fp8", fmt::format("row {}: an fp8 kernel reads an fp8 cache (kv_dtype is {})", i + 1, kv));
+  ModelSpec m;
+  m.name = "attention row";
+  m.attention = r.kv_heads == r.heads ? AttentionKind::mha : r.kv_heads == 1 ? AttentionKind::mqa : AttentionKind::gqa;
+  m.heads = static_cast<std::int64_t>(r.heads);
+  m.kv_heads = static_cast<std::int64_t>(r.kv_heads);
+  m.head_dim = static_cast<std::int64_t>(head_dim);
+  m.hidden = m.heads * m.head_dim;
+  m.layers.resize(1);
+  Workload w;
+  w.kv = kv == "fp8" ? KvDtype::fp8 : KvDtype::bf16;
+  w.groups = {SequenceGroup{static_cast<std::int64_t>(r.batch), r.query, r.len - r.query}};
+  const PathPlan plan = standard_path(m, w);
+  const Op* op = plan.find(OpId::attention);
+  if (!op) throw std::logic_error("--against: the standard path lacks its attention op");
+  r.op = *op;
+  set_peak(r, fp8_kernel);
+}
+
 // Every row of every CSV in `dir`, with its ops costed on `gpu`. Columns not read are collected.
 std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, const HardwareSpec& gpu, const ModelSpec& m,
                              std::set<std::string>& unread) {
@@ -231,7 +278,8 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
     if (e.is_regular_file() && e.path().extension() == ".csv" && e.path().filename() != kSourcesFile) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   if (files.empty()) fail(dir.string(), "holds no .csv files");
-  const std::set<std::string> known{"kernel", "batch", "kv_len", "seq_len", "latency_us", "heads", "query", "kv_dtype", "m", "n", "k", "dtype", "a_dtype", "op", "groups"};
+  const std::set<std::string> known{"kernel", "batch", "kv_len", "seq_len", "latency_us", "heads", "query", "kv_dtype", "m", "n", "k", "dtype", "a_dtype", "op", "groups",
+                                    "kv_heads", "head_dim"};
   std::vector<Row> rows;
   // A parsed row, with its speed-of-light time, joins the table.
   auto keep = [&rows](Row& r) {
@@ -250,7 +298,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       r.kernel = text_field(t, cells, "kernel", "");
       if (std::find_if(kKernels.begin(), kKernels.end(), [&](const char* k) { return r.kernel == k; }) == kKernels.end())
         fail_key(file, "kernel", r.kernel.empty() ? "(absent)" : r.kernel,
-                 fmt::format("row {}: expected absorbed_decode, expanded_prefill, gemm, bmm, grouped_gemm or elementwise", i + 1));
+                 fmt::format("row {}: expected absorbed_decode, expanded_prefill, attention_decode, attention, gemm, bmm, grouped_gemm or elementwise", i + 1));
       if (r.kernel == kGrouped) {
         // MoE experts: `groups` [k, n] weight matrices each read once, `m` rows in all (bf16 rows in
         // and out, the serving step's convention), fp8 rows at the fp8 peak.
@@ -262,6 +310,11 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         set_peak(r, r.kv_dtype == "fp8");
         r.op = grouped_gemm_op(OpId::expert_gate_up, r.len, r.batch, r.query, r.heads, r.fp8 ? 1 : 2, 2);
         r.op.fp8 = r.fp8;
+        keep(r);
+        continue;
+      }
+      if (r.kernel == kAttention || r.kernel == kAttentionDecode) {
+        read_gqa_attention(t, cells, i, file, r);
         keep(r);
         continue;
       }
@@ -613,7 +666,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
         for (const Row* o : others) {
           if (o->kv_dtype != r.kv_dtype || o->variant != r.variant) continue;
           const double d = std::fabs(std::log(o->batch / r.batch)) + std::fabs(std::log(o->len / r.len)) + std::fabs(std::log(o->heads / r.heads)) +
-                           std::fabs(std::log(o->query / r.query));
+                           std::fabs(std::log(o->query / r.query)) + std::fabs(std::log(o->kv_heads / r.kv_heads));
           if (d < best) best = d, r.lookup_s = o->measured_s * r.sol_s / o->sol_s;
         }
       }

@@ -11,6 +11,7 @@ std::string_view to_string(KernelFamily f) {
     case KernelFamily::expanded_prefill: return "expanded_prefill";
     case KernelFamily::sparse_decode: return "sparse_decode";
     case KernelFamily::attention: return "attention";
+    case KernelFamily::attention_decode: return "attention_decode";
     case KernelFamily::gemm: return "gemm";
     case KernelFamily::bmm: return "bmm";
     case KernelFamily::grouped_gemm: return "grouped_gemm";
@@ -48,6 +49,11 @@ KernelFamily family_of(OpId id) {
     case OpKind::gemm: break;
   }
   return KernelFamily::gemm;
+}
+
+KernelFamily family_of(const Op& op) {
+  const KernelFamily f = family_of(op.id);
+  return f == KernelFamily::attention && op.tiling.decode_kernel ? KernelFamily::attention_decode : f;
 }
 
 std::string EfficiencyProfile::describe() const {

@@ -422,7 +422,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
   const FlopsPerSecond peak = fp8 ? rf.peak_fp8 : rf.peak;
   if (t.calibrated) {
     // The family's calibrated time (efficiency.hpp), every term substituted.
-    const KernelFamily fam = *rf.fit_family(family_of(op.id));
+    const KernelFamily fam = *rf.fit_family(family_of(op));
     const KernelEfficiency& k = *rf.kernels[static_cast<std::size_t>(fam)];
     const Tiling& tl = op.tiling;
     // The same choices calibrated_time makes: the unsplit launch where the family's kernel does not

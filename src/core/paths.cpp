@@ -263,6 +263,27 @@ Tiling flash_tiling(const Workload& w, double heads, double head_pair_flops, dou
   return t;
 }
 
+// A GQA/MQA attention kernel's grid: the `group` query heads sharing a KV head are packed into one
+// CTA's query rows (FlashAttention-3's pack-GQA, FlashInfer's and TensorRT-LLM XQA's decode
+// kernels), so a decode step's single query fills `group` rows of a tile, not one. Where the tiles
+// are too few to fill the SMs, the kernels split each sequence's keys over more CTAs (flash-decoding,
+// XQA's multi-block mode), in slices of at least kSplitKeys keys.
+constexpr double kSplitKeys = 256;
+Tiling packed_gqa_tiling(const Workload& w, double kv_heads, double group, double head_pair_flops, double key_cap) {
+  Tiling t;
+  t.launches = 1;
+  for (const SequenceGroup& sg : w.groups) {
+    const double b = sequences_per_rank(sg, w.par);
+    const double keys = key_cap > 0 ? std::min(key_cap, sg.prefix + sg.query) : sg.prefix + sg.query;
+    const double rows = sg.query * group;
+    t.sequences += b;
+    t.ctas += b * std::ceil(rows / kFlashQueries) * kv_heads;
+    t.longest_cta_flops = std::max(t.longest_cta_flops, std::min(rows, kFlashQueries) * keys * head_pair_flops);
+    t.split_k = std::max(t.split_k, std::ceil(keys / kSplitKeys));
+  }
+  return t;
+}
+
 Op split_kv_merge(const MlaGeometry& g, const BatchTotals& t, double splits) {
   const double rows = t.new_tokens * g.heads;
   Op op;
@@ -547,7 +568,9 @@ PathPlan standard_path(const ModelSpec& m, const Workload& w, std::int64_t windo
   att.cache_bytes_read = BytesF{keys * cache};
   att.bytes_read = att.cache_bytes_read + BytesF{T * ht * d * ba};
   att.bytes_written = BytesF{T * ht * d * ba};
-  att.tiling = flash_tiling(w, ht, 2 * (d + d), static_cast<double>(window), 1);
+  att.tiling = packed_gqa_tiling(w, kvt, std::max(1.0, ht / kvt), 2 * (d + d), static_cast<double>(window));
+  att.tiling.decode_kernel = std::all_of(w.groups.begin(), w.groups.end(),
+                                         [&](const SequenceGroup& g) { return g.query <= 1 + static_cast<double>(w.spec_tokens); });
   p.add(att);
   if (w.projections) p.add(gemm_op(OpId::o_proj, T, ht * d, H, bw, ba));
   return p;

@@ -67,7 +67,7 @@ bool takes_fp8_efficiency(const Op& op, const Roofline& rf) {
 OpTime op_time(const Op& op, const Roofline& rf) {
   OpTime t;
   t.intensity = op.bytes().value > 0 ? op.flops / op.bytes() : 0;
-  if (const auto fam = rf.fit_family(family_of(op.id))) {
+  if (const auto fam = rf.fit_family(family_of(op))) {
     const CalibratedTime c =
         calibrated_time(op, *rf.kernels[static_cast<std::size_t>(*fam)], op_peak(op, rf), rf.bandwidth, rf.sms, takes_fp8_efficiency(op, rf));
     t.compute = c.compute, t.memory = c.memory, t.fixed = c.fixed, t.time = c.time();

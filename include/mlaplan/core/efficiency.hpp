@@ -28,7 +28,8 @@ enum class KernelFamily {
   absorbed_decode,   // latent (absorbed) MLA attention: FlashMLA, FlashInfer-MLA, TRT-LLM generation MLA
   expanded_prefill,  // flash attention over expanded keys, causal (FA3, TRT-LLM context MLA)
   sparse_decode,     // DSA's sparse latent attention over the top-k keys
-  attention,         // ordinary MHA/GQA attention of non-MLA models
+  attention,         // ordinary MHA/GQA attention of non-MLA models: prompts and mixed batches (flash attention, causal)
+  attention_decode,  // ... its decode kernel, one query per sequence (XQA, FlashInfer decode, flash-decoding)
   gemm,              // projections and the latent up-projection
   bmm,               // per-head batched GEMMs (the W_UK / W_UV folds)
   grouped_gemm,      // MoE experts
@@ -41,6 +42,8 @@ std::string_view to_string(KernelFamily f);
 std::optional<KernelFamily> parse_kernel_family(std::string_view s);
 // The family of the kernel an op runs as.
 KernelFamily family_of(OpId id);
+// The family of the kernel an op runs as, given its launch (GQA attention: decode or prefill kernel).
+KernelFamily family_of(const Op& op);
 
 // One family's fitted parameters.
 struct KernelEfficiency {

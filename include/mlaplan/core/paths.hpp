@@ -54,6 +54,9 @@ struct Tiling {
   double split_k = 1;            // GEMMs: the most slices the reduction may split into (split-K) to fill the SMs
   double padded_flops = 0;       // FLOPs computed including tile padding (0: the op's own)
   double longest_cta_flops = 0;  // the longest thread block's FLOPs (a causal prefill's last query tile)
+  // GQA/MHA attention whose sequences each bring one token (or a speculative step's few): engines
+  // launch a decode kernel for it (XQA, FlashInfer's decode, flash-decoding), not the prefill one.
+  bool decode_kernel = false;
   // Latent attention without split-KV (a kernel that gives each sequence and 64-head tile one thread
   // block walking all its keys): that launch's CTAs, the bytes they read together (each head tile
   // reads its sequence's cache), and the longest CTA's bytes. 0: the op has no such alternative.
