@@ -286,7 +286,7 @@ TEST_CASE("Published H800 timings are predicted on held-out rows", "[validate]")
   for (const auto& [name, text] : r.files)
     if (name == "errors.csv") errors = text;
   const auto rows = parse_csv(errors);
-  REQUIRE(rows.size() == 5);  // header, decode, prefill, GEMM, grouped GEMM
+  REQUIRE(rows.size() == 7);  // header, decode, prefill, sparse attention, indexer, GEMM, grouped GEMM
   for (std::size_t i = 1; i < rows.size(); ++i) {
     INFO(rows[i][0]);
     const double sol = std::stod(rows[i][2]), fitted = std::stod(rows[i][6]);
@@ -372,7 +372,7 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
   s.write("t.csv", "kernel,batch,kv_len,latency_us,source\nabsorbed_decode,4,4096,30.5,paper\nexpanded_prefill,1,,100,x\n");
   CHECK(against_error(s.dir) == f + ": key 'seq_len' = (absent): row 2 needs the column");
   s.write("t.csv", "kernel,batch,kv_len,latency_us\nabsorbed_decod,4,4096,30.5\n");
-  CHECK(against_error(s.dir) == f + ": key 'kernel' = absorbed_decod: row 1: expected absorbed_decode, expanded_prefill, attention_decode, attention, gemm, bmm, grouped_gemm or elementwise");
+  CHECK(against_error(s.dir) == f + ": key 'kernel' = absorbed_decod: row 1: expected absorbed_decode, expanded_prefill, sparse_decode, indexer, attention_decode, attention, gemm, bmm, grouped_gemm or elementwise");
   s.write("t.csv", "kernel,batch,kv_len,latency_us\nabsorbed_decode,4,4096,-1\n");
   CHECK(against_error(s.dir) == f + ": key 'latency_us' = -1: row 1: expected a positive number");
   s.write("t.csv", "kernel,batch,kv_len,latency_us\nabsorbed_decode,4.5,4096,3\n");
@@ -431,12 +431,25 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
   CHECK(against_error(s.dir) == f + ": key 'head_dim' = (absent): row 1 needs the column");
   s.write("t.csv", gqa + "attention_decode,4,4096,,32,8,128,fp4,bf16,20\n");
   CHECK(against_error(s.dir) == f + ": key 'kv_dtype' = fp4: row 1: expected bf16 or fp8");
+  // DeepSeek-V3.2's indexer and sparse attention: an fp8 index cache, a top-k for the sparse rows.
+  s.write("t.csv", "kernel,batch,query,kv_len,heads,head_dim,kv_dtype,latency_us\nindexer,64,1,1024,64,128,bf16,9\n");
+  CHECK(against_error(s.dir) == f + ": key 'kv_dtype' = bf16: row 1: expected fp8 (the index cache)");
+  s.write("t.csv", "kernel,batch,query,kv_len,heads,head_dim,latency_us\nindexer,64,4,2,64,128,9\n");
+  CHECK(against_error(s.dir) == f + ": key 'query' = 4: row 1: more new tokens than kv_len");
+  s.write("t.csv", "kernel,batch,query,kv_len,heads,head_dim,latency_us\nindexer,64,1,1024,64,4096,9\n");
+  CHECK(against_error(s.dir) == f + ": key 'head_dim' = 4096: row 1: out of range");
+  s.write("t.csv", "kernel,batch,query,kv_len,heads,kv_dtype,latency_us\nsparse_decode,64,1,1024,128,fp8_flashmla,90\n");
+  CHECK(against_error(s.dir) == f + ": key 'topk' = (absent): row 1 needs the column");
+  s.write("t.csv", "kernel,batch,query,kv_len,heads,topk,kv_dtype,latency_us\nsparse_decode,64,1,1024,128,2048,fp4,90\n");
+  CHECK(against_error(s.dir) == f + ": key 'kv_dtype' = fp4: row 1: expected bf16, fp8 or fp8_flashmla");
+  s.write("t.csv", "kernel,batch,query,kv_len,heads,topk,latency_us\nsparse_decode,64,1.5,1024,128,2048,90\n");
+  CHECK(against_error(s.dir) == f + ": key 'query' = 1.5: row 1: expected a whole number");
   fs::remove(s.dir / "t.csv");
   CHECK(against_error(s.dir) == s.dir.string() + ": holds no .csv files");
   // Accepted: any file name, extra columns named in the report as not read.
   s.write("whatever.csv", "kernel,batch,kv_len,latency_us,source\nabsorbed_decode,4,4096,30.5,paper\nabsorbed_decode,8,4096,40.5,paper\n");
   const AgainstRun r = validate_against(s.dir, load_gpu("h100"), load_model("deepseek-v3"));
-  CHECK(r.summary.rfind("GPU H100 SXM5 80GB; default profile: h100-sxm profile (fitted on H100 SXM5 80GB): absorbed_decode, expanded_prefill, attention, attention_decode, gemm, bmm, elementwise; grouped_gemm from the hopper profile\n", 0) == 0);
+  CHECK(r.summary.rfind("GPU H100 SXM5 80GB; default profile: h100-sxm profile (fitted on H100 SXM5 80GB): absorbed_decode, expanded_prefill, attention, attention_decode, gemm, bmm, elementwise; sparse_decode, grouped_gemm, indexer from the hopper profile\n", 0) == 0);
   // The folder's provenance file is not a table of timings.
   s.write("sources.csv", "file,source,licence\nwhatever.csv,a paper,CC-BY-4.0\n");
   CHECK(validate_against(s.dir, load_gpu("h100"), load_model("deepseek-v3")).summary == r.summary);
@@ -493,6 +506,26 @@ TEST_CASE("Against: GQA decode and prompt attention, worked by hand at speed of 
         Approx(std::max(17196646400.0 / h100.peak_flops(DType::fp8)->value, 37748736.0 / bw)).epsilon(1e-9));
 }
 
+TEST_CASE("Against: DeepSeek-V3.2's indexer scores and sparse attention, worked by hand at speed of light", "[validate]") {
+  const HardwareSpec h800 = load_gpu("h800");
+  const AgainstRows rows("against-dsa", h800,
+                         "kernel,batch,query,kv_len,heads,head_dim,topk,kv_dtype,latency_us\n"
+                         "indexer,64,1,1024,64,128,,,9.1\nsparse_decode,64,1,2048,128,,2048,fp8_flashmla,93.4\n");
+  REQUIRE(rows.size() == 3);
+  const auto col = [&](const char* name) { return rows.col(name); };
+  const double bw = h800.memory_bandwidth.value;
+  // Indexer: 64 sequences x 1,024 keys, 64 heads x (128 + 1 weight): 2·65,536·64·129 = 1,082,130,432
+  // FLOPs at the fp8 peak; bytes = the index cache 65,536 x (128 + 4) = 8,650,752, fp8 queries
+  // 64·64·128 = 524,288, int32 top-k indices out 64·2,048·4 = 524,288. Memory-bound.
+  CHECK(rows[1][col("kernel")] == "indexer");
+  CHECK(std::stod(rows[1][col("predicted_sol_s")]) ==
+        Approx(std::max(1082130432.0 / h800.peak_flops(DType::fp8)->value, 9699328.0 / bw)).epsilon(1e-9));
+  // Sparse: 64 queries x 2,048 selected keys x 128 heads, QK 576 and PV 512 wide: 2·131,072·128·1,088 =
+  // 36,507,222,016 FLOPs at the bf16 peak (989 TFLOP/s on H800), compute-bound.
+  CHECK(rows[2][col("kernel")] == "sparse_decode");
+  CHECK(std::stod(rows[2][col("predicted_sol_s")]) == Approx(36507222016.0 / h800.peak_flops(DType::bf16)->value).epsilon(1e-9));  // 989 TFLOP/s
+}
+
 TEST_CASE("Transfer: every GPU predicted from the others and never fitted on H20 or H200", "[validate]") {
   Scratch s("transfer");
   const fs::path h800 = fs::path(MLAPLAN_TEST_SOURCE_DIR) / "validate" / "published" / "h800";
@@ -513,7 +546,7 @@ TEST_CASE("Transfer: every GPU predicted from the others and never fitted on H20
   CHECK(report.find("Folders not named as a GPU, not read: notes.") != std::string::npos);
   // Both GPUs are judged; only H800 rows train (H20's own left-out fit comes from H800 alone).
   const auto rows = parse_csv(transfer);
-  REQUIRE(rows.size() == 1 + 2 * 4);  // header, two GPUs x four kernel families
+  REQUIRE(rows.size() == 1 + 2 * 6);  // header, two GPUs x six kernel families
   for (std::size_t i = 1; i < rows.size(); ++i) CHECK((rows[i][5].empty()) == (rows[i][0] == "H800 SXM5 80GB"));  // nothing to fit H800 on
   const auto fit_rows = parse_csv(fits);
   for (std::size_t i = 1; i < fit_rows.size(); ++i) {

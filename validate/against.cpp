@@ -38,8 +38,10 @@ constexpr const char* kElementwise = "elementwise";
 constexpr const char* kGrouped = "grouped_gemm";
 constexpr const char* kAttention = "attention";
 constexpr const char* kAttentionDecode = "attention_decode";
+constexpr const char* kSparse = "sparse_decode";
+constexpr const char* kIndexer = "indexer";
 // The families a folder's rows may time, in report order.
-constexpr std::array<const char*, 8> kKernels{kDecode, kPrefill, kAttentionDecode, kAttention, kGemm, kBmm, kGrouped, kElementwise};
+constexpr std::array<const char*, 10> kKernels{kDecode, kPrefill, kSparse, kIndexer, kAttentionDecode, kAttention, kGemm, kBmm, kGrouped, kElementwise};
 // A folder's provenance: file, source, licence for each of its tables (not a table of timings).
 constexpr const char* kSourcesFile = "sources.csv";
 
@@ -266,6 +268,42 @@ void read_gqa_attention(const Table2& t, const std::vector<std::string>& row, st
   set_peak(r, fp8_kernel);
 }
 
+// A DeepSeek-V3.2 (DSA) row on the MLA shapes of `m`: `batch` sequences of `query` new tokens after
+// kv_len − query cached ones, either the lightning indexer's fp8 scores of every visible key
+// (indexer: `heads` index heads of width `head_dim`) or the sparse latent attention over the `topk`
+// selected keys (sparse_decode: `heads` query heads, the cache in `kv_dtype`: bf16, fp8 or FlashMLA's
+// fp8 layout fp8_flashmla).
+void read_dsa(const Table2& t, const std::vector<std::string>& row, std::size_t i, const std::string& file, const ModelSpec& m, Row& r) {
+  const bool indexer = r.kernel == kIndexer;
+  r.batch = whole(t, row, i, file, "batch");
+  r.len = whole(t, row, i, file, "kv_len");
+  r.query = field(t, row, i, file, "query", 1.0);
+  if (r.query != std::floor(r.query)) fail_key(file, "query", fmt::format("{}", r.query), fmt::format("row {}: expected a whole number", i + 1));
+  if (r.query > r.len) fail_key(file, "query", fmt::format("{}", r.query), fmt::format("row {}: more new tokens than kv_len", i + 1));
+  r.heads = whole(t, row, i, file, "heads");
+  const double width = indexer ? whole(t, row, i, file, "head_dim") : 128;
+  const double topk = indexer ? field(t, row, i, file, "topk", 2048.0) : whole(t, row, i, file, "topk");
+  for (auto [col, v] : {std::pair{"heads", r.heads}, std::pair{"head_dim", width}, std::pair{"topk", topk}})
+    if (v > (std::string(col) == "topk" ? 1e7 : 1024.0)) fail_key(file, col, fmt::format("{}", v), fmt::format("row {}: out of range", i + 1));
+  r.kv_dtype = text_field(t, row, "kv_dtype", indexer ? "fp8" : "bf16");
+  const auto kv = r.kv_dtype == "bf16" ? std::optional{KvDtype::bf16} : r.kv_dtype == "fp8" ? std::optional{KvDtype::fp8}
+                  : r.kv_dtype == "fp8_flashmla" ? std::optional{KvDtype::fp8_flashmla} : std::nullopt;
+  if (!kv || (indexer && r.kv_dtype != "fp8"))
+    fail_key(file, "kv_dtype", r.kv_dtype, fmt::format("row {}: expected {}", i + 1, indexer ? "fp8 (the index cache)" : "bf16, fp8 or fp8_flashmla"));
+  r.measured_s = field(t, row, i, file, "latency_us", std::nullopt) * 1e-6;
+  ModelSpec mm = one_layer(m, indexer ? static_cast<double>(m.heads) : r.heads);
+  mm.indexer = IndexerDims{.n_heads = static_cast<std::int64_t>(indexer ? r.heads : 64), .head_dim = static_cast<std::int64_t>(width),
+                           .topk = static_cast<std::int64_t>(topk)};
+  Workload w;
+  w.kv = *kv;
+  w.groups = {SequenceGroup{static_cast<std::int64_t>(r.batch), r.query, r.len - r.query}};
+  const PathPlan plan = mla_path(mm, w, PathKind::sparse);
+  const Op* op = plan.find(indexer ? OpId::indexer_scores : OpId::sparse_latent_attention);
+  if (!op) throw std::logic_error("--against: the sparse path lacks its DSA op");
+  r.op = *op;
+  set_peak(r, r.op.fp8);
+}
+
 // Every row of every CSV in `dir`, with its ops costed on `gpu`. Columns not read are collected.
 std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, const HardwareSpec& gpu, const ModelSpec& m,
                              std::set<std::string>& unread) {
@@ -279,7 +317,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
   std::sort(files.begin(), files.end());
   if (files.empty()) fail(dir.string(), "holds no .csv files");
   const std::set<std::string> known{"kernel", "batch", "kv_len", "seq_len", "latency_us", "heads", "query", "kv_dtype", "m", "n", "k", "dtype", "a_dtype", "op", "groups",
-                                    "kv_heads", "head_dim"};
+                                    "kv_heads", "head_dim", "topk"};
   std::vector<Row> rows;
   // A parsed row, with its speed-of-light time, joins the table.
   auto keep = [&rows](Row& r) {
@@ -298,7 +336,8 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       r.kernel = text_field(t, cells, "kernel", "");
       if (std::find_if(kKernels.begin(), kKernels.end(), [&](const char* k) { return r.kernel == k; }) == kKernels.end())
         fail_key(file, "kernel", r.kernel.empty() ? "(absent)" : r.kernel,
-                 fmt::format("row {}: expected absorbed_decode, expanded_prefill, attention_decode, attention, gemm, bmm, grouped_gemm or elementwise", i + 1));
+                 fmt::format("row {}: expected absorbed_decode, expanded_prefill, sparse_decode, indexer, attention_decode, attention, gemm, bmm, "
+                             "grouped_gemm or elementwise", i + 1));
       if (r.kernel == kGrouped) {
         // MoE experts: `groups` [k, n] weight matrices each read once, `m` rows in all (bf16 rows in
         // and out, the serving step's convention), fp8 rows at the fp8 peak.
@@ -310,6 +349,11 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         set_peak(r, r.kv_dtype == "fp8");
         r.op = grouped_gemm_op(OpId::expert_gate_up, r.len, r.batch, r.query, r.heads, r.fp8 ? 1 : 2, 2);
         r.op.fp8 = r.fp8;
+        keep(r);
+        continue;
+      }
+      if (r.kernel == kSparse || r.kernel == kIndexer) {
+        read_dsa(t, cells, i, file, m, r);
         keep(r);
         continue;
       }

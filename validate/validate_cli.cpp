@@ -146,7 +146,7 @@ int run_validate_cli(const std::vector<std::string>& args, std::ostream& out, st
   app.add_flag("--quick", f.quick, "a small grid (CI)");
   app.add_option("--seed", f.seed, "random seed for the inputs (default: fresh; the run reports the one it used)");
   app.add_option("--out,-o", f.out, "folder to write (replaced atomically)")->capture_default_str();
-  app.add_option("--against", f.against, "a folder of timing CSVs to predict: kernel, latency_us and the family's shape (absorbed_decode | expanded_prefill: batch, kv_len | seq_len[, heads, query, kv_dtype]; attention_decode | attention: batch, kv_len | seq_len, heads, kv_heads, head_dim[, kv_dtype]; gemm: m, n, k; bmm: op, batch, heads; grouped_gemm: groups, m, n, k; elementwise: m, k; [dtype])");
+  app.add_option("--against", f.against, "a folder of timing CSVs to predict: kernel, latency_us and the family's shape (absorbed_decode | expanded_prefill: batch, kv_len | seq_len[, heads, query, kv_dtype]; indexer: batch, query, kv_len, heads, head_dim; sparse_decode: batch, query, kv_len, heads, topk, kv_dtype; attention_decode | attention: batch, kv_len | seq_len, heads, kv_heads, head_dim[, kv_dtype]; gemm: m, n, k; bmm: op, batch, heads; grouped_gemm: groups, m, n, k; elementwise: m, k; [dtype])");
   app.add_option("--gpu,-g", f.gpu, "the GPU those timings came from (with --against)")->capture_default_str();
   app.add_option("--transfer", f.transfer, "a folder of per-GPU timing folders (validate/published): leave-one-GPU-out errors");
   app.add_option("--write-profiles", f.write_profiles, "with --transfer: write the efficiency profiles cost uses by default (hardware/efficiency)");
