@@ -42,6 +42,13 @@ constexpr const char* kSparse = "sparse_decode";
 constexpr const char* kIndexer = "indexer";
 // The families a folder's rows may time, in report order.
 constexpr std::array<const char*, 10> kKernels{kDecode, kPrefill, kSparse, kIndexer, kAttentionDecode, kAttention, kGemm, kBmm, kGrouped, kElementwise};
+// "a, b or c" over kKernels, for the refusal of an unknown kernel.
+std::string kernel_list() {
+  std::string s;
+  for (std::size_t k = 0; k < kKernels.size(); ++k) s += std::string(k == 0 ? "" : k + 1 == kKernels.size() ? " or " : ", ") + kKernels[k];
+  return s;
+}
+
 // A folder's provenance: file, source, licence for each of its tables (not a table of timings).
 constexpr const char* kSourcesFile = "sources.csv";
 
@@ -243,10 +250,9 @@ void read_gqa_attention(const Table2& t, const std::vector<std::string>& row, st
   if (r.heads > 1024 || head_dim > 1024)
     fail_key(file, r.heads > 1024 ? "heads" : "head_dim", fmt::format("{}", std::max(r.heads, head_dim)), fmt::format("row {}: expected at most 1024", i + 1));
   r.query = decode ? 1 : r.len;
-  r.kv_dtype = text_field(t, row, "kv_dtype", "bf16");
-  if (r.kv_dtype != "bf16" && r.kv_dtype != "fp8") fail_key(file, "kv_dtype", r.kv_dtype, fmt::format("row {}: expected bf16 or fp8", i + 1));
-  const std::string kv = r.kv_dtype;
-  read_dtype_and_latency(t, row, i, file, r);  // the kernel's dtype lands in kv_dtype: put it back
+  const std::string kv = text_field(t, row, "kv_dtype", "bf16");
+  if (kv != "bf16" && kv != "fp8") fail_key(file, "kv_dtype", kv, fmt::format("row {}: expected bf16 or fp8", i + 1));
+  read_dtype_and_latency(t, row, i, file, r);  // the kernel's dtype, in kv_dtype until the cache's replaces it
   const bool fp8_kernel = r.kv_dtype == "fp8";
   r.kv_dtype = kv;
   if (fp8_kernel && kv != "fp8") fail_key(file, "dtype", "fp8", fmt::format("row {}: an fp8 kernel reads an fp8 cache (kv_dtype is {})", i + 1, kv));
@@ -336,8 +342,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       r.kernel = text_field(t, cells, "kernel", "");
       if (std::find_if(kKernels.begin(), kKernels.end(), [&](const char* k) { return r.kernel == k; }) == kKernels.end())
         fail_key(file, "kernel", r.kernel.empty() ? "(absent)" : r.kernel,
-                 fmt::format("row {}: expected absorbed_decode, expanded_prefill, sparse_decode, indexer, attention_decode, attention, gemm, bmm, "
-                             "grouped_gemm or elementwise", i + 1));
+                 fmt::format("row {}: expected {}", i + 1, kernel_list()));
       if (r.kernel == kGrouped) {
         // MoE experts: `groups` [k, n] weight matrices each read once, `m` rows in all (bf16 rows in
         // and out, the serving step's convention), fp8 rows at the fp8 peak.
