@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-250000}
-targets=${TARGETS:-hf_config hardware override ranges report_spec engine_profile engine_dispatch engine_logs efficiency_profile serving against}
+targets=${TARGETS:-hf_config hardware override ranges report_spec engine_profile engine_dispatch engine_logs efficiency_profile serving against all_to_all}
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DMLAPLAN_FUZZ=ON \
   -DMLAPLAN_CUDA=OFF -DBUILD_TESTING=OFF -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON \
@@ -26,6 +26,12 @@ seed engine_dispatch engines/dispatch/*.json
 seed efficiency_profile hardware/efficiency/*.json
 seed engine_logs validate/published/engine-logs/*.csv
 seed serving validate/published/serving/*.csv
+# all_to_all: each kind's first and last rows (the whole table is too large to predict per run)
+mkdir -p build-fuzz/corpus/all_to_all
+for f in validate/published/all-to-all/*.csv; do
+  head -n 5 "$f" > "build-fuzz/corpus/all_to_all/$(basename "$f" .csv)-first.csv"
+  { head -n 1 "$f"; tail -n 4 "$f"; } > "build-fuzz/corpus/all_to_all/$(basename "$f" .csv)-last.csv"
+done
 mkdir -p build-fuzz/corpus/override build-fuzz/corpus/ranges
 printf 'kv_lora_rank=256\nq_lora_rank=null\n' > build-fuzz/corpus/override/a
 printf 'quantization_config.quant_method=mxfp4\nnum_hidden_layers=1000\n' > build-fuzz/corpus/override/b
@@ -35,7 +41,7 @@ printf '1,2,4,8' > build-fuzz/corpus/ranges/c
 # against: the first rows of every published timing table (whole tables are too large to fit per run)
 mkdir -p build-fuzz/corpus/against
 for f in validate/published/*/*.csv; do
-  case $f in */sources.csv|*/serving.csv|*/engine-logs.csv) continue;; esac
+  case $f in */sources.csv|*/serving.csv|*/engine-logs.csv|*/all-to-all/*) continue;; esac
   head -n 4 "$f" > "build-fuzz/corpus/against/$(basename "$(dirname "$f")")-$(basename "$f")"
   # ... and its header with its last rows (a table of two kernels, such as attention's, shows both)
   { head -n 1 "$f"; tail -n 3 "$f"; } > "build-fuzz/corpus/against/$(basename "$(dirname "$f")")-tail-$(basename "$f")"

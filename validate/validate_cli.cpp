@@ -11,6 +11,7 @@
 #include "mlaplan/io/efficiency_json.hpp"
 #include "cpu_backend.hpp"
 #include "mlaplan/io/engine_logs.hpp"
+#include "all_to_all.hpp"
 #include "mlaplan/io/serving_measurements.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/folder.hpp"
@@ -37,7 +38,8 @@ struct Flags {
   double max_error = -1;  // < 0: no bound
   std::string engine_logs;
   std::string serving;
-  std::string format;     // --engine-logs and --serving only
+  std::string all_to_all;
+  std::string format;     // --engine-logs, --serving and --all-to-all only
 };
 
 // Renders a reproduction of published rows, then exits 1 when --max-error is given and a row
@@ -58,10 +60,13 @@ int report_checks(const Flags& f, const std::vector<Check>& checks, const Docume
 int run(const Flags& f, const CLI::App& app, std::ostream& out, std::ostream& err, bool tty) {
   if (app.count("--max-error") && !(f.max_error >= 0 && f.max_error < 1e6))
     fail_flag("--max-error", fmt::format("{}", f.max_error), "expected a fraction from 0");
-  if (app.count("--engine-logs") && app.count("--serving")) fail_flag("--serving", f.serving, "give --engine-logs or --serving, not both");
-  for (const char* mode : {"--engine-logs", "--serving"}) {
+  const std::array<const char*, 3> tables{"--engine-logs", "--serving", "--all-to-all"};
+  if (std::count_if(tables.begin(), tables.end(), [&](const char* m) { return app.count(m) > 0; }) > 1)
+    fail_flag(app.count("--all-to-all") ? "--all-to-all" : "--serving", app.count("--all-to-all") ? f.all_to_all : f.serving,
+              "give one of --engine-logs, --serving and --all-to-all");
+  for (const char* mode : tables) {
     if (!app.count(mode)) continue;
-    const std::string& dir = std::string(mode) == "--serving" ? f.serving : f.engine_logs;
+    const std::string& dir = std::string(mode) == "--serving" ? f.serving : std::string(mode) == "--all-to-all" ? f.all_to_all : f.engine_logs;
     if (dir.empty()) fail_flag(mode, "", "expected a folder or CSV of measurements");
     for (const char* other : {"--backend", "--quick", "--seed", "--out", "--against", "--transfer", "--gpu", "--model"})
       if (app.count(other) > 0) fail_flag(other, app.get_option(other)->as<std::string>(), std::string("does not apply with ") + mode);
@@ -69,10 +74,15 @@ int run(const Flags& f, const CLI::App& app, std::ostream& out, std::ostream& er
       const std::vector<ServingCheck> checks = check_serving(read_serving_measurements(dir));
       return report_checks(f, checks, serving_document(checks), "measurement", out, err);
     }
+    if (std::string(mode) == "--all-to-all") {
+      const std::vector<AllToAllCheck> checks = check_all_to_all(read_all_to_all_measurements(dir));
+      const bool rows = f.format == "csv" || f.format == "json";  // the tables show the summary
+      return report_checks(f, checks, all_to_all_document(checks, rows), "timing", out, err);
+    }
     const std::vector<EngineLogCheck> checks = check_engine_logs(read_engine_logs(dir));
     return report_checks(f, checks, engine_logs_document(checks), "log", out, err);
   }
-  if (!f.format.empty()) fail_flag("--format", f.format, "applies to --engine-logs and --serving only");
+  if (!f.format.empty()) fail_flag("--format", f.format, "applies to --engine-logs, --serving and --all-to-all only");
   if (app.count("--against") && app.count("--transfer")) fail_flag("--transfer", f.transfer, "give --against DIR or --transfer ROOT, not both");
   if (app.count("--transfer") && app.count("--gpu")) fail_flag("--gpu", f.gpu, "--transfer takes each GPU from its folder's name");
   if (!app.count("--against") && !app.count("--transfer") && app.count("--model")) fail_flag("--model", f.model, "applies to --against and --transfer");
@@ -151,10 +161,11 @@ int run_validate_cli(const std::vector<std::string>& args, std::ostream& out, st
   app.add_option("--transfer", f.transfer, "a folder of per-GPU timing folders (validate/published): leave-one-GPU-out errors");
   app.add_option("--write-profiles", f.write_profiles, "with --transfer: write the efficiency profiles cost uses by default (hardware/efficiency)");
   app.add_option("--model,-m", f.model, "the MLA model whose dimensions the kernels ran (with --against, --transfer)")->capture_default_str();
-  app.add_option("--max-error", f.max_error, "exit 1 when the held-out median error (with --engine-logs: any row's error) exceeds this fraction");
+  app.add_option("--max-error", f.max_error, "exit 1 when the held-out median error (with --engine-logs, --serving, --all-to-all: any row's error) exceeds this fraction");
   app.add_option("--engine-logs", f.engine_logs, "a folder (or CSV) of engine KV-cache logs to reproduce (validate/published/engine-logs)");
   app.add_option("--serving", f.serving, "a folder (or CSV) of whole-system serving measurements to reproduce (validate/published/serving)");
-  app.add_option("--format", f.format, "with --engine-logs or --serving: table | csv | md | json");
+  app.add_option("--all-to-all", f.all_to_all, "a folder (or CSV) of expert-parallel all-to-all timings to predict with each row's engine profile (validate/published/all-to-all)");
+  app.add_option("--format", f.format, "with --engine-logs, --serving or --all-to-all: table | csv | md | json");
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);

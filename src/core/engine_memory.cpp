@@ -103,6 +103,14 @@ const std::vector<EngineParamSpec>& engine_param_specs() {
       {"comm_eta_scale_up", K::fraction, true, true, true, "fraction of the NVLink bandwidth per direction its all-to-all and all-reduce kernels reach", true},
       {"comm_eta_scale_out", K::fraction, true, true, true, "fraction of the network bandwidth per GPU its all-to-all kernels reach", true},
       {"comm_latency_us", K::number, true, true, true, "fixed time per collective call (microseconds)", true},
+      {"ll_eta_scale_up", K::fraction, true, true, true, "fraction of the NVLink bandwidth its low-latency (decode) all-to-all reaches (default: comm_eta_scale_up)", true},
+      {"ll_eta_scale_out", K::fraction, true, true, true, "fraction of the network bandwidth its low-latency all-to-all reaches (default: comm_eta_scale_out)", true},
+      {"ll_latency_intranode_us", K::number, true, true, true, "fixed time per low-latency all-to-all call within one node (microseconds; default: comm_latency_us)", true},
+      {"ll_latency_internode_us", K::number, true, true, true, "fixed time per low-latency all-to-all call that crosses the network (microseconds; default: comm_latency_us)", true},
+      {"normal_eta_scale_up", K::fraction, true, true, true, "fraction of the NVLink bandwidth its normal (prefill) all-to-all reaches (default: comm_eta_scale_up)", true},
+      {"normal_eta_scale_out", K::fraction, true, true, true, "fraction of the network bandwidth its normal all-to-all reaches (default: comm_eta_scale_out)", true},
+      {"normal_latency_intranode_us", K::number, true, true, true, "fixed time per normal all-to-all call within one node (microseconds; default: comm_latency_us)", true},
+      {"normal_latency_internode_us", K::number, true, true, true, "fixed time per normal all-to-all call that crosses the network, its layout exchange included (microseconds; default: comm_latency_us)", true},
       {"comm_sms", K::count, true, true, true, "SMs the normal all-to-all kernels hold while two-batch overlap computes beside them", true},
   };
   return specs;

@@ -90,7 +90,11 @@ struct Transfer {
   StepComponent component;
   double scale_up_bytes = 0, scale_out_bytes = 0;
   double count = 1;
+  const AllToAllLink* (*kind)(const LinkSpec&) = nullptr;  // an all-to-all's own link use (else the collectives')
 };
+
+const AllToAllLink* low_latency_link(const LinkSpec& l) { return &l.low_latency; }
+const AllToAllLink* normal_link(const LinkSpec& l) { return &l.normal; }
 
 struct Timed {
   Seconds time{0}, bound{0};
@@ -103,12 +107,36 @@ Timed time_op(const Op& op, const Roofline& rf, const Roofline& sol) {
 }
 
 Timed time_transfer(const Transfer& x, const LinkSpec& l) {
-  const double up = x.scale_up_bytes > 0 ? x.scale_up_bytes / (l.scale_up.value * l.eta_scale_up) : 0;
-  const double out = x.scale_out_bytes > 0 ? x.scale_out_bytes / (l.scale_out.value * l.eta_scale_out) : 0;
+  const AllToAllLink* a = x.kind ? x.kind(l) : nullptr;
+  const double eta_up = a ? a->eta_scale_up : l.eta_scale_up;
+  const double eta_out = a ? a->eta_scale_out : l.eta_scale_out;
+  const Seconds latency = !a ? l.latency : x.scale_out_bytes > 0 ? a->latency_internode : a->latency_intranode;
+  const double up = x.scale_up_bytes > 0 ? x.scale_up_bytes / (l.scale_up.value * eta_up) : 0;
+  const double out = x.scale_out_bytes > 0 ? x.scale_out_bytes / (l.scale_out.value * eta_out) : 0;
   const double up_sol = x.scale_up_bytes > 0 ? x.scale_up_bytes / l.scale_up.value : 0;
   const double out_sol = x.scale_out_bytes > 0 ? x.scale_out_bytes / l.scale_out.value : 0;
   if (up <= 0 && out <= 0) return {};
-  return {Seconds{std::max(up, out)} + l.latency, Seconds{std::max(up_sol, out_sol)}, out > up ? "network" : "nvlink"};
+  return {Seconds{std::max(up, out)} + latency, Seconds{std::max(up_sol, out_sol)}, out > up ? "network" : "nvlink"};
+}
+
+// The bytes one all-to-all call sends from a rank over each link.
+Transfer all_to_all_transfer(StepComponent component, const AllToAll& a) {
+  Transfer t{component};
+  t.kind = a.low_latency ? low_latency_link : normal_link;
+  const double g = std::min(a.ep, a.gpus_per_node);
+  const double nodes = std::ceil(a.ep / g);
+  const double b = a.hidden * a.value_bytes;
+  if (a.low_latency) {
+    // One message per (token, expert) on another rank; those on other nodes cross the network.
+    t.scale_out_bytes = a.tokens * a.topk * a.imbalance * (a.ep - g) / a.ep * b;
+    t.scale_up_bytes = a.tokens * a.topk * a.imbalance * (g - 1) / a.ep * b;
+  } else {
+    // Normal: a token crosses the network once per other node it reaches, then NVLink carries it
+    // to every rank of the node that needs it.
+    t.scale_out_bytes = nodes > 1 ? a.tokens * (nodes - 1) * group_hit_probability(a.experts, a.experts / nodes, a.topk) * a.imbalance * b : 0;
+    t.scale_up_bytes = a.tokens * nodes * (g - 1) * group_hit_probability(a.experts, a.experts / a.ep, a.topk) * a.imbalance * b;
+  }
+  return t;
 }
 
 // An elementwise pass: reads and writes `values` activations.
@@ -297,22 +325,12 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, pairs * width, c.act_b), micro});
     L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_down, pairs, touched, width, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     const bool ll = low_latency(c.req);
-    const double g = std::min(c.ep, static_cast<double>(c.req.gpus_per_node));
-    const double nodes = std::ceil(c.ep / g);
     const double dispatch_b = c.fp8_weights != Fp8Weights::none ? h * (1 + 4.0 / 128) : h * c.act_b;  // fp8 values and one fp32 scale per 128
     const double combine_b = h * 2;                                          // bf16
     for (auto [component, b] : {std::pair{StepComponent::ep_dispatch, dispatch_b}, std::pair{StepComponent::ep_combine, combine_b}}) {
-      Transfer t{component};
-      if (ll) {
-        // One message per (token, expert) on another rank; those on other nodes cross the network.
-        t.scale_out_bytes = send * k * imb * (c.ep - g) / c.ep * b;
-        t.scale_up_bytes = send * k * imb * (g - 1) / c.ep * b;
-      } else {
-        // Normal: a token crosses the network once per other node it reaches, then NVLink carries
-        // it to every rank of the node that needs it.
-        t.scale_out_bytes = nodes > 1 ? send * (nodes - 1) * group_hit_probability(E, E / nodes, k) * imb * b : 0;
-        t.scale_up_bytes = send * nodes * (g - 1) * group_hit_probability(E, local, k) * imb * b;
-      }
+      const AllToAll a{.low_latency = ll, .tokens = send, .ep = c.ep, .gpus_per_node = static_cast<double>(c.req.gpus_per_node),
+                       .hidden = h, .topk = k, .experts = E, .value_bytes = b / h, .imbalance = imb};
+      Transfer t = all_to_all_transfer(component, a);
       t.count = micro;
       L.transfers.push_back(t);
     }
@@ -382,6 +400,13 @@ StepOverheads step_overheads(const EngineProfile& p) {
   o.eta_scale_up = num("comm_eta_scale_up", 1);
   o.eta_scale_out = num("comm_eta_scale_out", 1);
   o.comm_latency = Seconds{num("comm_latency_us", 0) * 1e-6};
+  for (auto [prefix, kind] : {std::pair{"ll", &o.low_latency}, std::pair{"normal", &o.normal}}) {
+    const std::string key = prefix;
+    kind->eta_scale_up = num(key + "_eta_scale_up", o.eta_scale_up);
+    kind->eta_scale_out = num(key + "_eta_scale_out", o.eta_scale_out);
+    kind->latency_intranode = Seconds{num(key + "_latency_intranode_us", o.comm_latency.value * 1e6) * 1e-6};
+    kind->latency_internode = Seconds{num(key + "_latency_internode_us", o.comm_latency.value * 1e6) * 1e-6};
+  }
   o.comm_sms = num("comm_sms", 0);
   o.source = p.label() + " (" + p.file + ")";
   return o;
@@ -394,7 +419,15 @@ LinkSpec links_for(const HardwareSpec& hw, const StepOverheads& o) {
   l.eta_scale_up = o.eta_scale_up;
   l.eta_scale_out = o.eta_scale_out;
   l.latency = o.comm_latency;
+  l.low_latency = o.low_latency;
+  l.normal = o.normal;
   return l;
+}
+
+AllToAllTime all_to_all_time(const AllToAll& a, const LinkSpec& l) {
+  const Transfer t = all_to_all_transfer(StepComponent::ep_dispatch, a);
+  const Timed x = time_transfer(t, l);
+  return {x.time, x.bound, t.scale_up_bytes, t.scale_out_bytes};
 }
 
 StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline& rf, const StepRequest& req) {

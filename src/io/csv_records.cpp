@@ -49,6 +49,16 @@ std::optional<bool> CsvCells::flag(const std::string& key) const {
   return t == "true";
 }
 
+std::string CsvCells::one_of(const std::string& key, const std::vector<std::string>& allowed, const std::string& fallback) const {
+  const std::string v = text(key).empty() ? fallback : text(key);
+  if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+    std::string list;
+    for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    fail_key(where, key, v.empty() ? "(empty)" : v, "expected one of " + list + did_you_mean(v, allowed));
+  }
+  return v;
+}
+
 std::vector<CsvCells> csv_records(const std::string& text, const std::string& where, const std::vector<std::string>& columns) {
   const std::vector<std::vector<std::string>> rows = parse_csv(text);
   if (rows.empty()) fail(where, "empty file: expected a header row and data rows");

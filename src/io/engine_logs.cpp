@@ -72,14 +72,7 @@ std::vector<EngineLogRow> parse_engine_log_csv(const std::string& text, const st
   return out;
 }
 
-std::vector<EngineLogRow> read_engine_logs(const fs::path& dir) {
-  std::vector<EngineLogRow> all;
-  for (const fs::path& f : csv_files(dir)) {
-    std::vector<EngineLogRow> rows = parse_engine_log_csv(read_text(f), f.string());
-    all.insert(all.end(), rows.begin(), rows.end());
-  }
-  return all;
-}
+std::vector<EngineLogRow> read_engine_logs(const fs::path& dir) { return read_csv_folder(dir, parse_engine_log_csv); }
 
 std::vector<EngineLogCheck> check_engine_logs(const std::vector<EngineLogRow>& rows) {
   std::vector<EngineLogCheck> out;

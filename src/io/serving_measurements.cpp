@@ -34,16 +34,6 @@ const std::vector<std::string>& step_metrics() {
   return m;
 }
 
-std::string one_of(const CsvCells& c, const std::string& key, const std::vector<std::string>& allowed, const std::string& fallback = {}) {
-  const std::string v = c.text(key).empty() ? fallback : c.text(key);
-  if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
-    std::string list;
-    for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    fail_key(c.where, key, v.empty() ? "(empty)" : v, "expected one of " + list + did_you_mean(v, allowed));
-  }
-  return v;
-}
-
 }  // namespace
 
 std::vector<ServingMeasurement> parse_serving_csv(const std::string& text, const std::string& where) {
@@ -52,8 +42,8 @@ std::vector<ServingMeasurement> parse_serving_csv(const std::string& text, const
     ServingMeasurement r;
     r.file = where;
     r.id = c.required("id");
-    r.kind = one_of(c, "kind", {"step", "plan"});
-    r.role = one_of(c, "role", {"total", "part"}, "total");
+    r.kind = c.one_of("kind", {"step", "plan"});
+    r.role = c.one_of("role", {"total", "part"}, "total");
     r.model = c.required("model");
     r.gpu = c.required("gpu");
     r.engine = c.text("engine").empty() ? std::string("none") : c.text("engine");
@@ -72,13 +62,13 @@ std::vector<ServingMeasurement> parse_serving_csv(const std::string& text, const
     if (r.comm_sms && !r.tbo) fail_key(c.where, "comm_sms", c.text("comm_sms"), "applies with tbo true");
     r.weight_dtype = c.text("weight_dtype");
     r.kv_dtype = c.text("kv_dtype").empty() ? std::string("bf16") : c.text("kv_dtype");
-    r.confidence = one_of(c, "confidence", {"H", "M", "L"});
+    r.confidence = c.one_of("confidence", {"H", "M", "L"});
     r.source = c.required("source");
     r.measured = *c.number("measured", 0, 1e12);
     if (c.text("measured").empty() || r.measured <= 0) fail_key(c.where, "measured", c.text("measured"), "expected a positive number");
     if (r.kind == "step") {
-      r.phase = one_of(c, "phase", {"prefill", "decode"});
-      r.metric = one_of(c, "metric", step_metrics());
+      r.phase = c.one_of("phase", {"prefill", "decode"});
+      r.metric = c.one_of("metric", step_metrics());
       if ((r.metric == "tpot_s" && r.phase != "decode") || (r.metric == "ttft_s" && r.phase != "prefill"))
         fail_key(c.where, "metric", r.metric, "belongs to the other phase (tpot_s: decode, ttft_s: prefill)");
       if (r.batch < r.par.dp) fail_key(c.where, "batch", c.text("batch"), fmt::format("every one of the {} DP replicas needs a sequence", r.par.dp));
@@ -86,7 +76,7 @@ std::vector<ServingMeasurement> parse_serving_csv(const std::string& text, const
       if (r.context <= 0) fail_key(c.where, "context", "(empty)", "a step needs its context");
       if (!c.text("isl").empty() || !c.text("osl").empty()) fail_key(c.where, "isl", c.text("isl"), "isl and osl belong to plan rows");
     } else {
-      r.metric = one_of(c, "metric", {"best_tokens_per_s_per_gpu"});
+      r.metric = c.one_of("metric", {"best_tokens_per_s_per_gpu"});
       r.isl = c.integer("isl", 1, std::int64_t{1} << 30).value_or(0);
       r.osl = c.integer("osl", 1, std::int64_t{1} << 30).value_or(0);
       if (r.isl <= 0 || r.osl <= 0) fail_key(c.where, r.isl <= 0 ? "isl" : "osl", "(empty)", "a plan needs isl and osl");
@@ -99,14 +89,7 @@ std::vector<ServingMeasurement> parse_serving_csv(const std::string& text, const
   return out;
 }
 
-std::vector<ServingMeasurement> read_serving_measurements(const fs::path& dir) {
-  std::vector<ServingMeasurement> all;
-  for (const fs::path& f : csv_files(dir)) {
-    std::vector<ServingMeasurement> rows = parse_serving_csv(read_text(f), f.string());
-    all.insert(all.end(), rows.begin(), rows.end());
-  }
-  return all;
-}
+std::vector<ServingMeasurement> read_serving_measurements(const fs::path& dir) { return read_csv_folder(dir, parse_serving_csv); }
 
 namespace {
 

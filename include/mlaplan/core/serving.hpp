@@ -57,13 +57,40 @@ std::string_view to_string(StepComponent c);
 // DeepSeek's profile categories: attention, gemm, moe, dispatch, combine, other, overhead.
 std::string_view category_of(StepComponent c);
 
+// How an expert-parallel all-to-all kind uses the links.
+struct AllToAllLink {
+  double eta_scale_up = 1, eta_scale_out = 1;
+  Seconds latency_intranode{0}, latency_internode{0};  // per call within one node, and across nodes
+};
+
 // The links between ranks, per GPU and direction, with the efficiency a collective reaches on each.
 struct LinkSpec {
   BytesPerSecond scale_up{0};    // NVLink (or the GPU's scale-up fabric) within a domain
   BytesPerSecond scale_out{0};   // the network between domains, per GPU
   double eta_scale_up = 1, eta_scale_out = 1;
   Seconds latency{0};  // per collective call
+  // DeepEP's two all-to-all kinds, each with its own efficiencies and a fixed time per call that
+  // grows once the call crosses the network.
+  AllToAllLink low_latency, normal;
 };
+
+// One call of an expert-parallel all-to-all (dispatch or combine) as a rank sees it.
+struct AllToAll {
+  bool low_latency = true;  // DeepEP low-latency kind (one message per token-expert pair) or normal
+  double tokens = 0;        // tokens the rank sends
+  double ep = 1;            // ranks the experts are spread over
+  double gpus_per_node = 8; // of them in one scale-up domain
+  double hidden = 0;        // values per token
+  double topk = 1;          // experts per token
+  double experts = 1;       // routed experts in all
+  double value_bytes = 2;   // bytes per value on the wire, scales included
+  double imbalance = 1;     // busiest rank's pairs over the mean
+};
+struct AllToAllTime {
+  Seconds time{0}, bound{0};         // with the link efficiencies and latency; at the links' peaks
+  double scale_up_bytes = 0, scale_out_bytes = 0;  // each rank sends over NVLink and the network
+};
+AllToAllTime all_to_all_time(const AllToAll& a, const LinkSpec& l);
 
 // What an engine adds to a step, from its profile (every number sourced there).
 struct StepOverheads {
@@ -73,6 +100,7 @@ struct StepOverheads {
   double eta_scale_up = 1, eta_scale_out = 1;
   double comm_sms = 0;       // SMs the normal (prefill) all-to-all kernels hold while compute overlaps them
   Seconds comm_latency{0};
+  AllToAllLink low_latency, normal;  // DeepEP's kinds (ll_*, normal_*; default: comm_eta_*, comm_latency)
   std::string source;  // "sglang@0.5.4+ (engines/sglang-0.5.4.json)" or why none applies
 };
 

@@ -3,6 +3,7 @@
 // named cells, each read strictly. Errors name the file, the row and the column.
 #include <cstdint>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -22,6 +23,8 @@ struct CsvCells {
   std::optional<std::int64_t> integer(const std::string& key, std::int64_t lo, std::int64_t hi) const;
   // Empty: none. Else true or false.
   std::optional<bool> flag(const std::string& key) const;
+  // One of `allowed` (empty: `fallback`), else refused with the list.
+  std::string one_of(const std::string& key, const std::vector<std::string>& allowed, const std::string& fallback = {}) const;
 };
 
 // The rows of a CSV text whose header holds exactly `columns` (any order; unknown, missing and
@@ -32,5 +35,16 @@ std::vector<CsvCells> csv_records(const std::string& text, const std::string& wh
 std::vector<std::filesystem::path> csv_files(const std::filesystem::path& dir_or_file);
 // A file's text (InputError when it cannot be read).
 std::string read_text(const std::filesystem::path& file);
+
+// Every row of the CSVs of a folder (or the one file) as `parse(text, where)` reads them, in file order.
+template <class Parse>
+auto read_csv_folder(const std::filesystem::path& dir_or_file, Parse parse) {
+  decltype(parse(std::string{}, std::string{})) all;
+  for (const std::filesystem::path& f : csv_files(dir_or_file)) {
+    auto rows = parse(read_text(f), f.string());
+    all.insert(all.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+  }
+  return all;
+}
 
 }  // namespace mlaplan
