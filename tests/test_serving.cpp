@@ -10,6 +10,7 @@
 #include "helpers.hpp"
 #include "mlaplan/core/serving.hpp"
 #include "mlaplan/io/efficiency_json.hpp"
+#include "mlaplan/io/engine_json.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/hardware_json.hpp"
 #include "mlaplan/io/csv_records.hpp"
@@ -287,6 +288,35 @@ TEST_CASE("Two-batch overlap needs two sequences on a rank, and never adds time"
       CHECK(on.step_bound <= on.step_time);
     }
   }
+}
+
+TEST_CASE("SGLang's two-batch-overlap decode cost: added once per decode step that splits, never in prefill", "[serving]") {
+  const ModelSpec m = test::model("deepseek-v3");
+  const HardwareSpec hw = load_gpu("h100-sxm");
+  const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
+  StepRequest req;
+  apply_step_engine(req, load_step_engine("sglang", m));
+  // engines/sglang-0.5.4.json: 5 ms per decode step (InferSim's scheduler) and 9.482 ms more with
+  // overlap (fitted on the LMSYS blog's decode sweep), 30 ms per prefill step.
+  CHECK(req.overheads.per_step_decode.value == Approx(5e-3));
+  CHECK(req.overheads.per_step_tbo_decode.value == Approx(9.482e-3));
+  req.links = links_for(hw, req.overheads);
+  req.w.par = Parallelism{1, 72, 72};
+  req.weights = default_weight_plan(m);
+  req.gpus_per_node = 8;
+  req.two_batch_overlap = true;
+  for (std::int64_t per_rank : {1, 2, 256})
+    for (Phase phase : {Phase::prefill, Phase::decode}) {
+      INFO(per_rank << " per rank, " << to_string(phase));
+      req.phase = phase;
+      req.w.groups = {step_group(phase, 72 * per_rank, 2048, 0)};
+      const StepResult r = step_time(m, hw, rf, req);
+      const double expected = phase == Phase::prefill ? 30e-3 : per_rank == 1 ? 5e-3 : 5e-3 + 9.482e-3;
+      CHECK(r.overhead.value == Approx(expected));
+      const StepRow* oh = row(r, StepComponent::overhead);
+      REQUIRE(oh);
+      CHECK(oh->time.value == Approx(expected));
+    }
 }
 
 TEST_CASE("Two-batch overlap hides the shorter of compute and communication", "[serving]") {

@@ -99,6 +99,7 @@ const std::vector<EngineParamSpec>& engine_param_specs() {
       // Serving step (core/serving): what the engine adds to a step, each with its source.
       {"step_overhead_decode_us", K::number, true, true, true, "scheduler and launch time per decode step not hidden by CUDA graphs (microseconds)", true},
       {"step_overhead_prefill_us", K::number, true, true, true, "scheduler and launch time per prefill step (microseconds)", true},
+      {"step_overhead_tbo_decode_us", K::number, true, true, true, "time a decode step with two-batch overlap adds to step_overhead_decode_us (microseconds)", true},
       {"moe_imbalance", K::number, true, true, true, "routed token-expert pairs on the busiest EP rank over the mean (>= 1)", true},
       {"comm_eta_scale_up", K::fraction, true, true, true, "fraction of the NVLink bandwidth per direction its all-to-all and all-reduce kernels reach", true},
       {"comm_eta_scale_out", K::fraction, true, true, true, "fraction of the network bandwidth per GPU its all-to-all kernels reach", true},

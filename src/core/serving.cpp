@@ -396,6 +396,7 @@ StepOverheads step_overheads(const EngineProfile& p) {
   auto num = [&](std::string_view key, double fallback) { return p.has(key) ? p.num(key) : fallback; };
   o.per_step_decode = Seconds{num("step_overhead_decode_us", 0) * 1e-6};
   o.per_step_prefill = Seconds{num("step_overhead_prefill_us", 0) * 1e-6};
+  o.per_step_tbo_decode = Seconds{num("step_overhead_tbo_decode_us", 0) * 1e-6};
   o.moe_imbalance = num("moe_imbalance", 1);
   o.eta_scale_up = num("comm_eta_scale_up", 1);
   o.eta_scale_out = num("comm_eta_scale_out", 1);
@@ -570,7 +571,9 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   layer_time(plan.mtp, static_cast<double>(plan.mtp_runs), "mtp");
   layer_time(plan.once, 1, "once");
 
-  const Seconds overhead = req.phase == Phase::decode ? req.overheads.per_step_decode : req.overheads.per_step_prefill;
+  const Seconds overhead = req.phase == Phase::prefill ? req.overheads.per_step_prefill
+                           : overlap                   ? req.overheads.per_step_decode + req.overheads.per_step_tbo_decode
+                                                       : req.overheads.per_step_decode;
   StepRow& oh = rows[static_cast<int>(StepComponent::overhead)];
   oh.layers = 1;
   oh.time = overhead;

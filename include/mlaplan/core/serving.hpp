@@ -96,6 +96,7 @@ AllToAllTime all_to_all_time(const AllToAll& a, const LinkSpec& l);
 struct StepOverheads {
   Seconds per_step_decode{0};
   Seconds per_step_prefill{0};
+  Seconds per_step_tbo_decode{0};  // added to a decode step that runs two-batch overlap
   double moe_imbalance = 1;  // busiest rank's routed token-expert pairs over the mean
   double eta_scale_up = 1, eta_scale_out = 1;
   double comm_sms = 0;       // SMs the normal (prefill) all-to-all kernels hold while compute overlaps them
