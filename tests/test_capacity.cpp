@@ -19,7 +19,7 @@ CapacityRequest request(const ModelSpec& m, Parallelism par, std::int64_t contex
 }
 }  // namespace
 
-TEST_CASE("DeepSeek-V3 does not fit one H200; on eight it does", "[capacity][example]") {
+TEST_CASE("DeepSeek-V3 does not fit one H200, on eight it does", "[capacity][example]") {
   const ModelSpec m = model("deepseek-v3");
   const HardwareSpec h = load_gpu("h200");
   const CapacityResult one = plan_capacity(m, h, request(m, {1, 1, 1}));

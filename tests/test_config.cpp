@@ -61,7 +61,7 @@ TEST_CASE("head_dim is read when present and derived only when absent", "[config
   CHECK(kv_bytes_per_token(q, KvDtype::bf16).total() == Bytes{2 * 8 * 128 * 2 * 64});
 }
 
-TEST_CASE("Sliding windows: Qwen ships one it does not use; Mistral slides everywhere", "[config]") {
+TEST_CASE("Sliding windows: Qwen ships one it does not use, Mistral slides everywhere", "[config]") {
   for (const char* name : {"qwen2.5-7b", "qwen2.5-72b", "qwen3-8b"}) {
     INFO(name);
     CHECK_FALSE(model(name).has_sliding_layers());
@@ -75,7 +75,7 @@ TEST_CASE("Sliding windows: Qwen ships one it does not use; Mistral slides every
   CHECK_FALSE(model("mixtral-8x7b").has_sliding_layers());  // sliding_window: null
 }
 
-TEST_CASE("Gemma-2 alternates local and global; gpt-oss follows layer_types and has sinks", "[config]") {
+TEST_CASE("Gemma-2 alternates local and global, gpt-oss follows layer_types and has sinks", "[config]") {
   const ModelSpec g = model("gemma-2-27b");
   CHECK(g.layers[0].sliding);
   CHECK_FALSE(g.layers[1].sliding);

@@ -317,13 +317,14 @@ TEST_CASE("the shipped profiles: A100's decode kernel does not split keys and Ho
   CHECK(*g.eta_compute_fp8 < g.eta_compute);
 }
 
-TEST_CASE("cost uses the calibrated profile by default and says which; --sol gives the bound", "[efficiency][cli]") {
+TEST_CASE("cost uses the calibrated profile by default and says which, --sol gives the bound", "[efficiency][cli]") {
   using test::run;
   for (const char* gpu : {"h200", "h20"}) {
     INFO(gpu);
     const json j = json::parse(run(std::string("cost --model deepseek-v3 --batch 32 --format json --gpu ") + gpu).out);
     CHECK(j["time_model"] == "calibrated");
-    CHECK(j["eta_source"] == "hopper profile (fitted on H100 SXM5 80GB + H800 SXM5 80GB): absorbed_decode, expanded_prefill, gemm, bmm, grouped_gemm, elementwise");
+    CHECK(j["eta_source"] == "hopper profile (fitted on H100 SXM5 80GB + H800 SXM5 80GB): absorbed_decode, expanded_prefill, sparse_decode, attention, "
+                             "attention_decode, gemm, bmm, grouped_gemm, elementwise, indexer");
     CHECK(j["paths"]["absorb"]["time_s_all_layers"].get<double>() > j["paths"]["absorb"]["sol_time_s_all_layers"].get<double>());
   }
   const json s = json::parse(run("cost --model deepseek-v3 --batch 32 --format json --gpu h200 --sol").out);

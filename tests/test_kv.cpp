@@ -17,7 +17,7 @@ TEST_CASE("DeepSeek-V3 bf16 latent: 1,152 B per token per layer, 70,272 B per to
   CHECK(indexer_bytes_per_token(m) == Bytes{0});
 }
 
-TEST_CASE("FlashMLA fp8 layout: 656 B per layer, 40,016 B per token; plain fp8 576 B", "[kv][example]") {
+TEST_CASE("FlashMLA fp8 layout: 656 B per layer, 40,016 B per token, plain fp8 576 B", "[kv][example]") {
   const ModelSpec m = model("deepseek-v3");
   const KvBytes flash = kv_bytes_per_token_per_layer(m, KvDtype::fp8_flashmla);
   CHECK(flash.total() == Bytes{656});
@@ -46,7 +46,7 @@ TEST_CASE("DeepSeek-V3.2 indexer cache: 132 B per layer, 8,052 B per token", "[k
   CHECK(kv_bytes_per_token(m, KvDtype::fp8_flashmla).total() == Bytes{40016});
 }
 
-TEST_CASE("MHA equivalent of DeepSeek-V3 is 71.1x its latent; GQA with the same cache has 2.25 groups", "[kv][example]") {
+TEST_CASE("MHA equivalent of DeepSeek-V3 is 71.1x its latent, GQA with the same cache has 2.25 groups", "[kv][example]") {
   const ModelSpec m = model("deepseek-v3");
   const Bytes mha = mha_equivalent_bytes_per_token_per_layer(m, KvDtype::bf16);
   CHECK(mha == Bytes{128 * (128 + 64 + 128) * 2});
@@ -92,7 +92,7 @@ TEST_CASE("Page blocks round every layer's tokens up to whole blocks", "[kv][exa
   CHECK(sequence_kv_bytes(m, KvDtype::bf16, 1, 129, 16) == Bytes{144LL * 70272});
 }
 
-TEST_CASE("TP: the MLA latent is replicated; GQA splits KV heads and replicates below h_kv", "[kv][example]") {
+TEST_CASE("TP: the MLA latent is replicated, GQA splits KV heads and replicates below h_kv", "[kv][example]") {
   const ModelSpec ds = model("deepseek-v3");
   for (std::int64_t tp : {1, 2, 4, 8, 16})
     CHECK(kv_bytes_per_token(ds, KvDtype::bf16, tp).total() == Bytes{70272});

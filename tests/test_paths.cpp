@@ -233,7 +233,7 @@ TEST_CASE("Roofline: every op's time is the larger of its two bounds", "[paths][
   }
 }
 
-TEST_CASE("The roofline crossover solves T_expand = T_absorb; FLOP-only ignores TP, roofline does not", "[paths][crossover][property]") {
+TEST_CASE("The roofline crossover solves T_expand = T_absorb, FLOP-only ignores TP, roofline does not", "[paths][crossover][property]") {
   const HardwareSpec h = load_gpu("h200");
   const Roofline rf = roofline_for(h, DType::bf16, Efficiency{});
   for (const ModelSpec& m : all_models()) {

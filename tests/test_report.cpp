@@ -247,7 +247,7 @@ TEST_CASE("The default report: five valid SVGs, CSVs that match the spec, md num
   fs::remove_all(dir);
 }
 
-TEST_CASE("report --check: a doctored golden fails naming the row; an untouched one passes", "[report]") {
+TEST_CASE("report --check: a doctored golden fails naming the row, an untouched one passes", "[report]") {
   const fs::path golden = fs::path(MLAPLAN_TEST_SOURCE_DIR) / "tests" / "golden" / "deepseek-v3-h200";
   REQUIRE(fs::exists(golden / "spec.json"));
   const fs::path dir = scratch("doctored");

@@ -500,6 +500,11 @@ TEST_CASE("Serving measurement CSVs: hostile input is refused naming the row and
   CHECK_THROWS_AS(check_serving(rows), InputError);
   const auto mtp = parse_serving_csv(header + "a,step,total,llama-3.1-8b,h100,none,decode,1,1,1,1,8,96,,,1,0.5,false,,,,,tpot_s,0.01,H,src\n", "s.csv");
   CHECK_THROWS_WITH(check_serving(mtp), "s.csv (row 'a'): key 'mtp' = 1: meta-llama/Llama-3.1-8B has no MTP module");
+  // A GPU or model the row names but the registry lacks is refused naming the row and its column.
+  const auto gpu = parse_serving_csv(header + "a,step,total,deepseek-v3,h900,none,decode,1,8,8,1,64,4096,,,,,false,,,,,tpot_s,0.01,H,src\n", "s.csv");
+  CHECK_THROWS_WITH(check_serving(gpu), "s.csv (row 'a') gpu: value 'h900': no bundled gpu or file by that name; did you mean 'h100'?");
+  const auto model = parse_serving_csv(header + "a,step,total,deepseek-v9,h800,none,decode,1,8,8,1,64,4096,,,,,false,,,,,tpot_s,0.01,H,src\n", "s.csv");
+  CHECK_THROWS_WITH(check_serving(model), "s.csv (row 'a') model: value 'deepseek-v9': no bundled model or file by that name; did you mean 'deepseek-v2'?");
 }
 
 }  // namespace

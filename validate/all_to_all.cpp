@@ -69,7 +69,7 @@ std::vector<AllToAllCheck> check_all_to_all(const std::vector<AllToAllMeasuremen
   std::map<std::string, StepOverheads> engines;
   for (const AllToAllMeasurement& r : rows) {
     const std::string at = fmt::format("{} (row '{}')", r.file, r.id);
-    const HardwareSpec hw = load_gpu(r.gpu);
+    const HardwareSpec hw = load_gpu(r.gpu, at + " gpu");
     if (!engines.count(r.engine)) {
       StepOverheads o;
       if (r.engine != "none") o = step_overheads(load_engine(r.engine, at + " engine"));

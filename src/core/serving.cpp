@@ -90,11 +90,8 @@ struct Transfer {
   StepComponent component;
   double scale_up_bytes = 0, scale_out_bytes = 0;
   double count = 1;
-  const AllToAllLink* (*kind)(const LinkSpec&) = nullptr;  // an all-to-all's own link use (else the collectives')
+  enum class Use { collective, low_latency, normal } use = Use::collective;  // an all-to-all kind has its own link use
 };
-
-const AllToAllLink* low_latency_link(const LinkSpec& l) { return &l.low_latency; }
-const AllToAllLink* normal_link(const LinkSpec& l) { return &l.normal; }
 
 struct Timed {
   Seconds time{0}, bound{0};
@@ -107,7 +104,7 @@ Timed time_op(const Op& op, const Roofline& rf, const Roofline& sol) {
 }
 
 Timed time_transfer(const Transfer& x, const LinkSpec& l) {
-  const AllToAllLink* a = x.kind ? x.kind(l) : nullptr;
+  const AllToAllLink* a = x.use == Transfer::Use::low_latency ? &l.low_latency : x.use == Transfer::Use::normal ? &l.normal : nullptr;
   const double eta_up = a ? a->eta_scale_up : l.eta_scale_up;
   const double eta_out = a ? a->eta_scale_out : l.eta_scale_out;
   const Seconds latency = !a ? l.latency : x.scale_out_bytes > 0 ? a->latency_internode : a->latency_intranode;
@@ -122,7 +119,7 @@ Timed time_transfer(const Transfer& x, const LinkSpec& l) {
 // The bytes one all-to-all call sends from a rank over each link.
 Transfer all_to_all_transfer(StepComponent component, const AllToAll& a) {
   Transfer t{component};
-  t.kind = a.low_latency ? low_latency_link : normal_link;
+  t.use = a.low_latency ? Transfer::Use::low_latency : Transfer::Use::normal;
   const double g = std::min(a.ep, a.gpus_per_node);
   const double nodes = std::ceil(a.ep / g);
   const double b = a.hidden * a.value_bytes;

@@ -79,8 +79,8 @@ std::vector<EngineLogCheck> check_engine_logs(const std::vector<EngineLogRow>& r
   constexpr double G = static_cast<double>(kGiB);
   for (const EngineLogRow& r : rows) {
     const std::string at = fmt::format("{} (row '{}')", r.file, r.id);
-    const ModelSpec m = load_model(r.model);
-    const HardwareSpec hw = load_gpu(r.gpu);
+    const ModelSpec m = load_model(r.model, {}, at + " model");
+    const HardwareSpec hw = load_gpu(r.gpu, at + " gpu");
     const EngineProfile p = load_engine(r.engine, at + " engine");
     const auto kv = parse_kv_dtype(r.kv_dtype);
     if (!kv) fail_key(at, "kv_dtype", r.kv_dtype, "expected one of fp32, bf16, fp16, fp8, fp8_flashmla, fp4");

@@ -48,7 +48,7 @@ const BundledEntry* find_entry(const std::vector<BundledEntry>& entries, const s
   return hit;
 }
 
-[[noreturn]] void unknown(const char* flag, const char* what, const std::string& arg, const std::vector<BundledEntry>& entries) {
+[[noreturn]] void unknown(const std::string& flag, const char* what, const std::string& arg, const std::vector<BundledEntry>& entries) {
   std::vector<std::string> names;
   for (const auto& e : entries) {
     names.push_back(e.short_name);
@@ -128,8 +128,8 @@ std::vector<BundledEntry> bundled_gpus() {
   return out;
 }
 
-ModelSpec load_model(const std::string& arg, const std::vector<std::string>& overrides) {
-  if (arg.empty()) fail_flag("--model", arg, "expected a bundled model name, a config.json or a folder holding one");
+ModelSpec load_model(const std::string& arg, const std::vector<std::string>& overrides, const std::string& flag) {
+  if (arg.empty()) fail_flag(flag, arg, "expected a bundled model name, a config.json or a folder holding one");
   std::error_code ec;
   const auto entries = bundled_models();
   const bool exists = fs::exists(arg, ec);
@@ -141,12 +141,12 @@ ModelSpec load_model(const std::string& arg, const std::vector<std::string>& ove
     return load_model_file(p, name.empty() ? arg : name, overrides);
   }
   const BundledEntry* e = find_entry(entries, arg);
-  if (!e) unknown("--model", "model", arg, entries);
+  if (!e) unknown(flag, "model", arg, entries);
   return load_model_file(e->path, e->display, overrides, shown_path(e->path));
 }
 
-HardwareSpec load_gpu(const std::string& arg) {
-  if (arg.empty()) fail_flag("--gpu", arg, "expected a bundled GPU name or a hardware JSON file");
+HardwareSpec load_gpu(const std::string& arg, const std::string& flag) {
+  if (arg.empty()) fail_flag(flag, arg, "expected a bundled GPU name or a hardware JSON file");
   std::error_code ec;
   if (fs::exists(arg, ec) || looks_like_path(arg)) {
     if (!fs::exists(arg, ec)) fail(arg, "no such file");
@@ -154,7 +154,7 @@ HardwareSpec load_gpu(const std::string& arg) {
   }
   const auto entries = bundled_gpus();
   const BundledEntry* e = find_entry(entries, arg);
-  if (!e) unknown("--gpu", "gpu", arg, entries);
+  if (!e) unknown(flag, "gpu", arg, entries);
   return load_hardware_file(e->path, shown_path(e->path));
 }
 

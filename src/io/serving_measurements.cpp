@@ -126,8 +126,8 @@ std::vector<ServingCheck> check_serving(const std::vector<ServingMeasurement>& r
   const std::vector<EfficiencyProfile> profiles = bundled_efficiency();
   for (const ServingMeasurement& r : rows) {
     const std::string at = fmt::format("{} (row '{}')", r.file, r.id);
-    const ModelSpec m = load_model(r.model);
-    const HardwareSpec hw = load_gpu(r.gpu);
+    const ModelSpec m = load_model(r.model, {}, at + " model");
+    const HardwareSpec hw = load_gpu(r.gpu, at + " gpu");
     const Roofline rf = default_roofline(hw, DType::bf16, profiles);
     if (!check_layout(m, r.par).ok()) fail(at, check_layout(m, r.par).verdict.reason);
     if (r.mtp > 0 && m.mtp_layers <= 0) fail_key(at, "mtp", std::to_string(r.mtp), m.name + " has no MTP module");

@@ -31,8 +31,8 @@ std::vector<BundledEntry> bundled_models();
 std::vector<BundledEntry> bundled_gpus();
 
 // A model argument (name, config file or folder) -> ModelSpec with overrides applied.
-ModelSpec load_model(const std::string& arg, const std::vector<std::string>& overrides = {});
+ModelSpec load_model(const std::string& arg, const std::vector<std::string>& overrides = {}, const std::string& flag = "--model");
 // A GPU argument (name or file) -> HardwareSpec.
-HardwareSpec load_gpu(const std::string& arg);
+HardwareSpec load_gpu(const std::string& arg, const std::string& flag = "--gpu");
 
 }  // namespace mlaplan
