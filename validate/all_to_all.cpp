@@ -66,10 +66,12 @@ std::vector<AllToAllMeasurement> read_all_to_all_measurements(const fs::path& di
 
 std::vector<AllToAllCheck> check_all_to_all(const std::vector<AllToAllMeasurement>& rows) {
   std::vector<AllToAllCheck> out;
-  std::map<std::string, StepOverheads> engines;
+  std::map<std::string, StepOverheads> engines;  // each engine and GPU read once, not per row
+  std::map<std::string, HardwareSpec> gpus;
   for (const AllToAllMeasurement& r : rows) {
     const std::string at = fmt::format("{} (row '{}')", r.file, r.id);
-    const HardwareSpec hw = load_gpu(r.gpu, at + " gpu");
+    if (!gpus.count(r.gpu)) gpus.emplace(r.gpu, load_gpu(r.gpu, at + " gpu"));
+    const HardwareSpec& hw = gpus.at(r.gpu);
     if (!engines.count(r.engine)) {
       StepOverheads o;
       if (r.engine != "none") o = step_overheads(load_engine(r.engine, at + " engine"));
@@ -88,7 +90,7 @@ std::vector<AllToAllCheck> check_all_to_all(const std::vector<AllToAllMeasuremen
                      .hidden = static_cast<double>(r.hidden),
                      .topk = static_cast<double>(r.topk),
                      .experts = static_cast<double>(r.experts),
-                     .value_bytes = r.dtype == "fp8" ? 1 + 4.0 / 128 : 2,
+                     .value_bytes = r.dtype == "fp8" ? kBlockFp8ValueBytes : 2,
                      .imbalance = 1};
     AllToAllCheck c;
     c.row = r;

@@ -322,11 +322,11 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, pairs * width, c.act_b), micro});
     L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_down, pairs, touched, width, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     const bool ll = low_latency(c.req);
-    const double dispatch_b = c.fp8_weights != Fp8Weights::none ? h * (1 + 4.0 / 128) : h * c.act_b;  // fp8 values and one fp32 scale per 128
-    const double combine_b = h * 2;                                          // bf16
-    for (auto [component, b] : {std::pair{StepComponent::ep_dispatch, dispatch_b}, std::pair{StepComponent::ep_combine, combine_b}}) {
+    const double dispatch_vb = c.fp8_weights != Fp8Weights::none ? kBlockFp8ValueBytes : c.act_b;
+    const double dispatch_b = h * dispatch_vb;
+    for (auto [component, vb] : {std::pair{StepComponent::ep_dispatch, dispatch_vb}, std::pair{StepComponent::ep_combine, 2.0}}) {  // combine: bf16
       const AllToAll a{.low_latency = ll, .tokens = send, .ep = c.ep, .gpus_per_node = static_cast<double>(c.req.gpus_per_node),
-                       .hidden = h, .topk = k, .experts = E, .value_bytes = b / h, .imbalance = imb};
+                       .hidden = h, .topk = k, .experts = E, .value_bytes = vb, .imbalance = imb};
       Transfer t = all_to_all_transfer(component, a);
       t.count = micro;
       L.transfers.push_back(t);

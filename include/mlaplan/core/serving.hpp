@@ -74,6 +74,9 @@ struct LinkSpec {
   AllToAllLink low_latency, normal;
 };
 
+// Bytes per value of a block-fp8 dispatch: the fp8 value and its share of one fp32 scale per 128.
+inline constexpr double kBlockFp8ValueBytes = 1 + 4.0 / 128;
+
 // One call of an expert-parallel all-to-all (dispatch or combine) as a rank sees it.
 struct AllToAll {
   bool low_latency = true;  // DeepEP low-latency kind (one message per token-expert pair) or normal
