@@ -1,10 +1,13 @@
-// libFuzzer: any bytes as an engine profile, then the profile's budget on two bundled models.
+// libFuzzer: any bytes as an engine profile, then its serving parameters and its budget on two bundled models.
 #include <cstddef>
 #include <cstdint>
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include "mlaplan/core/engine_memory.hpp"
+#include "mlaplan/core/serving.hpp"
 #include "mlaplan/io/engine_json.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/registry.hpp"
@@ -18,6 +21,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (j.is_discarded()) return 0;
   try {
     const EngineProfile p = parse_engine_profile(j, "fuzz.json");
+    // The serving step's parameters: the MoE imbalance at any EP size is finite and at least 1,
+    // and 1 on a single rank.
+    const StepOverheads o = step_overheads(p);
+    if (moe_imbalance_at(o, 1) != 1) __builtin_trap();
+    for (double ep = 2; ep <= 1024; ep *= 1.5) {
+      const double imb = moe_imbalance_at(o, ep);
+      if (!std::isfinite(imb) || imb < 1) __builtin_trap();
+    }
     for (const ModelSpec* m : {&mla, &moe}) {
       for (std::int64_t dp : {1, 2}) {
         EngineSettings s;

@@ -389,7 +389,7 @@ TEST_CASE("Hostile engine profiles: one line naming the file and key and value",
   nlohmann::json tiers = nlohmann::json::parse(std::string(R"({"engine": "sglang", "name": "s", "since": "1.0", "summary": "s"})"));
   tiers["parameters"] = nlohmann::json::object();
   for (const auto& [k, v] : load_engine("sglang").params)
-    tiers["parameters"][k] = k == "gpu_tiers" ? nlohmann::json{{"value", v.rows}, {"source", v.source}} : nlohmann::json{{"value", v.value}, {"source", v.source}};
+    tiers["parameters"][k] = !v.rows.empty() ? nlohmann::json{{"value", v.rows}, {"source", v.source}} : nlohmann::json{{"value", v.value}, {"source", v.source}};
   for (const char* f : {"mla_latent_cache", "mla_uk_uv_copy", "mla_uk_uv_copy_bf16", "moe_over_dp", "dense_mlp_over_dp", "loads_mtp"})
     tiers["parameters"][f]["value"] = load_engine("sglang").flag(f);
   CHECK(parse_error(tiers) == "(accepted)");
@@ -399,6 +399,23 @@ TEST_CASE("Hostile engine profiles: one line naming the file and key and value",
   CHECK(parse_error(tiers) == "p.json: key 'parameters.gpu_tiers.value' = [20,2048,8]: expected a row of 4 numbers");
   tiers["parameters"]["gpu_tiers"]["value"] = 3;
   CHECK(parse_error(tiers) == "p.json: key 'parameters.gpu_tiers.value' = 3: expected 1 to 64 rows of 4 numbers");
+  // The MoE imbalance by EP size: whole EP sizes from 2, ascending, imbalances >= 1, not beside moe_imbalance.
+  nlohmann::json imb = sg;
+  auto by_ep = [&](const char* rows) {
+    imb["parameters"]["moe_imbalance_by_ep"] = {{"value", nlohmann::json::parse(rows)}, {"source", "x"}};
+    return parse_error(imb);
+  };
+  CHECK(by_ep("[[8, 1.06], [72, 1.235]]") == "(accepted)");
+  CHECK(by_ep("[[8, 1.06], [8, 1.1]]") == "p.json: moe_imbalance_by_ep: [8, 1.1] (expected whole EP sizes from 2, ascending)");
+  CHECK(by_ep("[[16, 1.1], [8, 1.06]]") == "p.json: moe_imbalance_by_ep: [8, 1.06] (expected whole EP sizes from 2, ascending)");
+  CHECK(by_ep("[[1, 1]]") == "p.json: moe_imbalance_by_ep: [1, 1] (expected whole EP sizes from 2, ascending)");
+  CHECK(by_ep("[[8.5, 1.1]]") == "p.json: moe_imbalance_by_ep: [8.5, 1.1] (expected whole EP sizes from 2, ascending)");
+  CHECK(by_ep("[[8, 0.9]]") == "p.json: moe_imbalance_by_ep: [8, 0.9] (the busiest rank holds at least the mean: expected an imbalance >= 1)");
+  CHECK(by_ep("[[8, 1.1, 3]]") == "p.json: key 'parameters.moe_imbalance_by_ep.value' = [8,1.1,3]: expected a row of 2 numbers");
+  CHECK(by_ep("[[8, -1]]") == "p.json: key 'parameters.moe_imbalance_by_ep.value' = [8,-1]: expected numbers from 0 to 10^9");
+  CHECK(by_ep("[]") == "p.json: key 'parameters.moe_imbalance_by_ep.value' = []: expected 1 to 64 rows of 2 numbers");
+  imb["parameters"]["moe_imbalance"] = {{"value", 1.1}, {"source", "x"}};
+  CHECK(by_ep("[[8, 1.06]]") == "p.json: moe_imbalance_by_ep: give it or moe_imbalance, not both");
   // Every bundled profile parses and names a source for every number.
   for (const EngineProfile& p : bundled_engines())
     for (const auto& [k, v] : p.params) CHECK(!v.source.empty());

@@ -85,6 +85,43 @@ TEST_CASE("Worked example: DeepSeek-V3 decode on one GPU, MoE FLOPs and bytes by
   CHECK(r.tpot.value == Approx(r.step_time.value));
 }
 
+TEST_CASE("Worked example: DeepSeek-V3's small kernels around attention and the MLP, bytes by hand", "[serving]") {
+  // One H200, decode, 64 sequences, DeepSeek's fp8 checkpoint (block-fp8 GEMMs), bf16 cache: the
+  // elementwise component's bytes over the 61 layers and the final norm. Per layer of 64 tokens:
+  const ModelSpec m = test::model("deepseek-v3");
+  const HardwareSpec hw = load_gpu("h200");
+  StepRequest req;
+  set_step_weights(req, m, std::nullopt);
+  req.w.groups = {SequenceGroup{64, 1, 4095}};
+  req.links = links_for(hw, StepOverheads{});
+  const StepResult r = step_time(m, hw, roofline_for(hw, DType::bf16, Efficiency{}), req);
+  const double t = 64, h = 7168, q8 = 2 + 1 + 4.0 / 128;  // a quantized value: 2 B read, 1 B + its share of a fp32 scale written
+  const double norms = 2 * t * h * 4;                      // input and post-attention RMSNorm, 2 B in and out
+  const double latent_norms = t * 1536 * 4 + t * 512 * 4;  // q_a and kv_a RMSNorms
+  const double rope = t * (128 + 1) * 64 * 4;              // every head's 64-wide query part and the key's, in place
+  const double store = t * 576 * 2 + t * 576 * 2;         // the latent row read, then written into the bf16 cache
+  const double attn_quant = (t * h + t * 1536 + t * 128 * 128) * q8;  // before q_a/kv_a, q_b, o_proj
+  const double mla = latent_norms + rope + store + attn_quant;
+  const double dense = t * h * q8 + t * 18432 * 4 + t * 18432 * q8;   // quant, SwiGLU, quant
+  const double gate = t * 256 * 2 + t * 8 * 8;                       // logits in; ids and weights out
+  const double shared = t * h * q8 + t * 2048 * 4 + t * 2048 * q8;    // quant, SwiGLU, quant
+  const double sum = 3 * t * h * 2;                                   // shared + routed, in place
+  const double routed_swiglu = t * 8 * 2048 * 4;                      // one GPU: every pair's SwiGLU
+  const double expected = 3 * (norms + mla + dense) + 58 * (norms + mla + gate + shared + sum + routed_swiglu) + t * h * 4;
+  const StepRow* other = row(r, StepComponent::elementwise);
+  REQUIRE(other);
+  CHECK(other->bytes.value == Approx(expected));
+  for (OpId id : {OpId::act_quant, OpId::rope, OpId::kv_store, OpId::topk_gate, OpId::moe_sum})
+    CHECK(std::find(other->ops.begin(), other->ops.end(), id) != other->ops.end());
+  // Without fp8 weights nothing is quantized.
+  StepRequest bf = req;
+  set_step_weights(bf, m, WeightDtype::bf16);
+  const StepResult rb = step_time(m, hw, roofline_for(hw, DType::bf16, Efficiency{}), bf);
+  const StepRow* other_bf = row(rb, StepComponent::elementwise);
+  CHECK(std::find(other_bf->ops.begin(), other_bf->ops.end(), OpId::act_quant) == other_bf->ops.end());
+  CHECK(other_bf->bytes.value == Approx(expected - 3 * (attn_quant + t * h * q8 + t * 18432 * q8) - 58 * (attn_quant + t * h * q8 + t * 2048 * q8)));
+}
+
 TEST_CASE("Worked example: expert-parallel prefill scatters tokens to expert rows and gathers them back", "[serving]") {
   // DeepSeek-V3 prefill on 8 H200s, EP8 DP8: 64 sequences of 128 tokens, 1,024 tokens per rank. Each
   // rank receives 1,024·8 = 8,192 (token, expert) pairs; a token reaches a rank holding 32 of the 256
@@ -296,10 +333,10 @@ TEST_CASE("SGLang's two-batch-overlap decode cost: added once per decode step th
   const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
   StepRequest req;
   apply_step_engine(req, load_step_engine("sglang", m));
-  // engines/sglang-0.5.4.json: 5 ms per decode step (InferSim's scheduler) and 9.482 ms more with
+  // engines/sglang-0.5.4.json: 5 ms per decode step (InferSim's scheduler) and 6.256 ms more with
   // overlap (fitted on the LMSYS blog's decode sweep), 30 ms per prefill step.
   CHECK(req.overheads.per_step_decode.value == Approx(5e-3));
-  CHECK(req.overheads.per_step_tbo_decode.value == Approx(9.482e-3));
+  CHECK(req.overheads.per_step_tbo_decode.value == Approx(6.256e-3));
   req.links = links_for(hw, req.overheads);
   req.w.par = Parallelism{1, 72, 72};
   req.weights = default_weight_plan(m);
@@ -311,12 +348,100 @@ TEST_CASE("SGLang's two-batch-overlap decode cost: added once per decode step th
       req.phase = phase;
       req.w.groups = {step_group(phase, 72 * per_rank, 2048, 0)};
       const StepResult r = step_time(m, hw, rf, req);
-      const double expected = phase == Phase::prefill ? 30e-3 : per_rank == 1 ? 5e-3 : 5e-3 + 9.482e-3;
+      const double expected = phase == Phase::prefill ? 30e-3 : per_rank == 1 ? 5e-3 : 5e-3 + 6.256e-3;
       CHECK(r.overhead.value == Approx(expected));
       const StepRow* oh = row(r, StepComponent::overhead);
       REQUIRE(oh);
       CHECK(oh->time.value == Approx(expected));
     }
+}
+
+TEST_CASE("Worked example: SGLang's MoE imbalance by EP size, linear in ln EP between the chart's points", "[serving]") {
+  const ModelSpec m = test::model("deepseek-v3");
+  const StepOverheads o = load_step_engine("sglang", m).overheads;
+  // engines/sglang-0.5.4.json: [8, 1.060], [16, 1.109], [32, 1.250], [72, 1.235] (LMSYS's EPLB chart).
+  REQUIRE(o.moe_imbalance_by_ep.size() == 4);
+  CHECK(moe_imbalance_at(o, 1) == 1);
+  CHECK(moe_imbalance_at(o, 8) == Approx(1.060));
+  CHECK(moe_imbalance_at(o, 32) == Approx(1.250));
+  // EP 4: from EP 1 (one rank, 1) to EP 8: 1 + 0.060 · ln 4 / ln 8 = 1.04.
+  CHECK(moe_imbalance_at(o, 4) == Approx(1.04));
+  // EP 24: 1.109 + 0.141 · ln 1.5 / ln 2 = 1.19348.
+  CHECK(moe_imbalance_at(o, 24) == Approx(1.109 + 0.141 * std::log(1.5) / std::log(2.0)));
+  // EP 48: 1.250 − 0.015 · ln 1.5 / ln 2.25 = 1.2425; past the last point the last value.
+  CHECK(moe_imbalance_at(o, 48) == Approx(1.25 - 0.015 * std::log(1.5) / std::log(2.25)));
+  CHECK(moe_imbalance_at(o, 144) == Approx(1.235));
+  // A profile with one figure (TensorRT-LLM: 1.11) applies it at every EP size above 1.
+  const StepOverheads t = load_step_engine("trtllm", m).overheads;
+  CHECK(t.moe_imbalance_by_ep.empty());
+  CHECK(moe_imbalance_at(t, 4) == Approx(1.11));
+  CHECK(moe_imbalance_at(t, 256) == Approx(1.11));
+  CHECK(moe_imbalance_at(t, 1) == 1);
+
+  // The step uses the curve at its own EP size, and reports it; a given one wins; no EP, none.
+  const HardwareSpec hw = load_gpu("h100-sxm");
+  const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
+  StepRequest req;
+  apply_step_engine(req, load_step_engine("sglang", m));
+  req.links = links_for(hw, req.overheads);
+  req.weights = default_weight_plan(m);
+  req.phase = Phase::prefill;
+  for (std::int64_t ep : {16, 24, 32, 72}) {
+    req.w.par = Parallelism{1, ep, ep};
+    req.gpus_per_node = 8;
+    req.w.groups = {step_group(Phase::prefill, ep * 4, 4096, 0)};
+    INFO("EP" << ep);
+    CHECK(step_time(m, hw, rf, req).moe_imbalance == Approx(moe_imbalance_at(req.overheads, static_cast<double>(ep))));
+  }
+  req.moe_imbalance = 1.5;
+  CHECK(step_time(m, hw, rf, req).moe_imbalance == 1.5);
+  req.w.par = Parallelism{8, 1, 1};
+  req.w.groups = {step_group(Phase::prefill, 4, 4096, 0)};
+  CHECK(step_time(m, hw, rf, req).moe_imbalance == 1);
+}
+
+TEST_CASE("Every bundled MoE model: the hottest rank's expert FLOPs and all-to-all bytes scale with the imbalance", "[serving][property]") {
+  // Time is not monotone in the imbalance: a row tile more per expert can let split-K fill the SMs
+  // (DeepSeek-V2-Lite, EP16, 64 requests per rank: routed experts 58.8 us per layer balanced, 52.3 us
+  // at 2x). What the imbalance must do exactly is scale the busiest rank's work and traffic.
+  const HardwareSpec hw = load_gpu("h100-sxm");
+  const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
+  auto sum = [](const StepResult& r, StepComponent c, bool link) {
+    double x = 0;
+    for (const StepRow& row : r.rows)
+      if (row.component == c) x += link ? row.link_bytes.value : row.flops.value;
+    return x;
+  };
+  for (const ModelSpec& m : test::all_models()) {
+    if (!m.moe) continue;
+    INFO(m.name);
+    StepRequest req;
+    apply_step_engine(req, load_step_engine("sglang", m));
+    req.links = links_for(hw, req.overheads);
+    req.gpus_per_node = 8;
+    for (Phase phase : {Phase::decode, Phase::prefill}) {
+      req.phase = phase;
+      req.w.par = Parallelism{1, 16, 16};
+      if (!check_layout(m, req.w.par).ok()) continue;
+      req.w.groups = {step_group(phase, 16 * (phase == Phase::decode ? 64 : 2), 2048, 0)};
+      req.moe_imbalance = 1.0;
+      const StepResult even = step_time(m, hw, rf, req);
+      for (double imb : {1.1, 1.25, 2.0}) {
+        INFO(to_string(phase) << ", imbalance " << imb);
+        req.moe_imbalance = imb;
+        const StepResult r = step_time(m, hw, rf, req);
+        CHECK(r.moe_imbalance == imb);
+        CHECK(sum(r, StepComponent::routed_experts, false) == Approx(imb * sum(even, StepComponent::routed_experts, false)));
+        for (StepComponent c : {StepComponent::ep_dispatch, StepComponent::ep_combine})
+          CHECK(sum(r, c, true) == Approx(imb * sum(even, c, true)));
+      }
+      // The engine's own figure at EP16 lies between the balanced case and twice the mean.
+      req.moe_imbalance.reset();
+      const double own = step_time(m, hw, rf, req).moe_imbalance;
+      CHECK(own > 1);
+      CHECK(own < 2);
+    }
+  }
 }
 
 TEST_CASE("Two-batch overlap hides the shorter of compute and communication", "[serving]") {
@@ -456,9 +581,10 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: median of the totals within 15% (README, Validation).
+  // The published error: median of the totals within 10%, and 31 of the 32 within 20% (README, Validation).
   std::sort(totals.begin(), totals.end());
-  CHECK(totals[totals.size() / 2] <= 0.15);
+  CHECK(totals[totals.size() / 2] <= 0.10);
+  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 31);
 }
 
 std::string serving_error(const std::string& text) {

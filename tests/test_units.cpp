@@ -104,6 +104,7 @@ TEST_CASE("Op ids: unique stable names, a kind each, and every op the engine emi
       ep.w.par = Parallelism{1, 8, 8};
       ep.w.groups = {SequenceGroup{16, 64, 0}};
       ep.gpus_per_node = 8;
+      set_step_weights(ep, m, std::nullopt);  // DeepSeek's fp8 checkpoints quantize activations before their GEMMs
       for (const StepRow& r : step_time(m, h, rf, ep).rows) emitted.insert(r.ops.begin(), r.ops.end());
     }
   }

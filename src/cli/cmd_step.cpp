@@ -23,7 +23,7 @@ void add_serving_flags(CLI::App* app, ServingFlags& f, bool layout_searched) {
   }
   app->add_option("--mtp", f.mtp, "speculative decoding with the MTP module: draft tokens per step (default 0; 1 with --mtp-accept)");
   app->add_option("--mtp-accept", f.mtp_accept, "probability each MTP draft token is accepted (default 0.8 when --mtp is given)");
-  app->add_option("--moe-imbalance", f.moe_imbalance, "routed pairs on the busiest EP rank over the mean (default: the engine profile's, else 1)");
+  app->add_option("--moe-imbalance", f.moe_imbalance, "routed pairs on the busiest EP rank over the mean (default: the engine profile's at this EP size, else 1)");
   app->add_flag("--tbo", f.tbo, "two-batch overlap: communication of one micro-batch hidden under the other's compute");
   app->add_option("--comm-sms", f.comm_sms, "with --tbo: SMs the normal all-to-all holds while compute overlaps it (default: the engine profile's, else 0)");
   app->add_option("--ep-mode", f.ep_mode, "auto | normal | low-latency: DeepEP's all-to-all kind (auto: normal for prefill, low latency for decode)")

@@ -100,7 +100,8 @@ const std::vector<EngineParamSpec>& engine_param_specs() {
       {"step_overhead_decode_us", K::number, true, true, true, "scheduler and launch time per decode step not hidden by CUDA graphs (microseconds)", true},
       {"step_overhead_prefill_us", K::number, true, true, true, "scheduler and launch time per prefill step (microseconds)", true},
       {"step_overhead_tbo_decode_us", K::number, true, true, true, "time a decode step with two-batch overlap adds to step_overhead_decode_us (microseconds)", true},
-      {"moe_imbalance", K::number, true, true, true, "routed token-expert pairs on the busiest EP rank over the mean (>= 1)", true},
+      {"moe_imbalance", K::number, true, true, true, "routed token-expert pairs on the busiest EP rank over the mean (>= 1), at every EP size", true},
+      {"moe_imbalance_by_ep", K::table, true, true, true, "the same by EP size: rows [EP ranks, imbalance], EP ascending; linear in ln EP between rows, EP 1 is 1, the last row's past it", true, 2},
       {"comm_eta_scale_up", K::fraction, true, true, true, "fraction of the NVLink bandwidth per direction its all-to-all and all-reduce kernels reach", true},
       {"comm_eta_scale_out", K::fraction, true, true, true, "fraction of the network bandwidth per GPU its all-to-all kernels reach", true},
       {"comm_latency_us", K::number, true, true, true, "fixed time per collective call (microseconds)", true},
@@ -144,6 +145,17 @@ std::string EngineProfile::source(std::string_view key) const {
 std::string engine_profile_problem(const EngineProfile& p) {
   if (p.has("moe_imbalance") && p.num("moe_imbalance") < 1)
     return "moe_imbalance: the busiest rank holds at least the mean (expected a number >= 1)";
+  if (p.has("moe_imbalance_by_ep")) {
+    if (p.has("moe_imbalance")) return "moe_imbalance_by_ep: give it or moe_imbalance, not both";
+    double last_ep = 1;
+    for (const std::vector<double>& row : p.params.at("moe_imbalance_by_ep").rows) {
+      std::ostringstream at;
+      at << "moe_imbalance_by_ep: [" << row[0] << ", " << row[1] << "] ";
+      if (row[0] <= last_ep || row[0] != std::floor(row[0])) return at.str() + "(expected whole EP sizes from 2, ascending)";
+      if (row[1] < 1) return at.str() + "(the busiest rank holds at least the mean: expected an imbalance >= 1)";
+      last_ep = row[0];
+    }
+  }
   if (p.family != EngineFamily::sglang) return {};
   const std::vector<std::string_view> tiers = {"mem_util_tp1", "mem_util_tp2", "mem_util_tp4", "mem_util_tp8", "mem_util_tp16"};
   std::vector<std::string_view> reserve;

@@ -71,6 +71,11 @@ std::string_view to_string(OpId id) {
     case OpId::sampling: return "sampling";
     case OpId::expert_scatter: return "expert_scatter";
     case OpId::expert_gather: return "expert_gather";
+    case OpId::act_quant: return "act_quant";
+    case OpId::rope: return "rope";
+    case OpId::kv_store: return "kv_store";
+    case OpId::topk_gate: return "topk_gate";
+    case OpId::moe_sum: return "moe_sum";
   }
   return "?";
 }
@@ -93,7 +98,12 @@ OpKind kind_of(OpId id) {
     case OpId::swiglu:
     case OpId::sampling:
     case OpId::expert_scatter:
-    case OpId::expert_gather: return OpKind::elementwise;
+    case OpId::expert_gather:
+    case OpId::act_quant:
+    case OpId::rope:
+    case OpId::kv_store:
+    case OpId::topk_gate:
+    case OpId::moe_sum: return OpKind::elementwise;
     case OpId::expert_gate_up:
     case OpId::expert_down: return OpKind::grouped_gemm;
     case OpId::indexer_scores: return OpKind::indexer;

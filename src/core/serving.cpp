@@ -225,6 +225,7 @@ struct Ctx {
   double act_b = 2, mlp_wb = 2, dense_wb = 2;
   Fp8Weights fp8_weights = Fp8Weights::none;
   double tp = 1, dp = 1, ep = 1, ranks = 1;
+  double imbalance = 1;  // the busiest EP rank's pairs over the mean
 };
 
 // The attention of one layer (per layer: the path's whole-model ops over the model's layers).
@@ -279,6 +280,45 @@ void add_dp_gather(const Ctx& c, LayerParts& L, double tokens, double width, dou
   L.transfers.push_back(t);
 }
 
+// bf16 activations to fp8 with one fp32 scale per 128 values, the kernel before every GEMM on
+// 128x128 block-scaled weights whose input is not already fp8 (SGLang at v0.4.9.post2:
+// sglang_per_token_group_quant_fp8, python/sglang/srt/layers/quantization/fp8_utils.py:238).
+void add_quant(const Ctx& c, LayerParts& L, double values, double micro) {
+  Op op;
+  op.id = OpId::act_quant;
+  op.flops = Flops{values};
+  op.bytes_read = BytesF{values * c.act_b};
+  op.bytes_written = BytesF{values * kBlockFp8ValueBytes};
+  L.ops.push_back({StepComponent::elementwise, op, micro});
+}
+
+// MLA's kernels around the attention path, per layer of `tokens` tokens per rank (SGLang's
+// DeepseekV2AttentionMLA at v0.4.9.post2, python/sglang/srt/models/deepseek_v2.py): RMSNorms of the
+// query latent and the KV latent (:1212-1213), RoPE on every head's query part and the shared key
+// part in one in-place kernel (:1261), the latent row stored into the paged cache
+// (set_mla_kv_buffer, mem_cache/memory_pool.py:893), and with block-fp8 weights the quantization
+// before the fused q_a/kv_a projection, q_b and o_proj.
+void add_mla_glue(const Ctx& c, LayerParts& L, double tokens, double micro) {
+  const ModelSpec& m = c.m;
+  const MlaDims& a = *m.mla;
+  const double heads = static_cast<double>(m.heads) / c.tp;
+  const double r = static_cast<double>(a.kv_lora_rank), d_r = static_cast<double>(a.qk_rope_head_dim);
+  const double r_q = static_cast<double>(a.q_lora_rank);
+  if (r_q > 0) L.ops.push_back({StepComponent::elementwise, elementwise(OpId::rms_norm, tokens * r_q, c.act_b), micro});
+  L.ops.push_back({StepComponent::elementwise, elementwise(OpId::rms_norm, tokens * r, c.act_b), micro});
+  L.ops.push_back({StepComponent::elementwise, elementwise(OpId::rope, tokens * (heads + 1) * d_r, c.act_b), micro});
+  Op store;
+  store.id = OpId::kv_store;
+  store.bytes_read = BytesF{tokens * (r + d_r) * c.act_b};
+  store.bytes_written = BytesF{tokens * static_cast<double>(mla_kv_bytes_per_token_per_layer(a, c.req.w.kv).total().value)};
+  L.ops.push_back({StepComponent::elementwise, store, micro});
+  if (c.req.w.weights == WeightDtype::fp8) {
+    add_quant(c, L, tokens * static_cast<double>(m.hidden), micro);
+    if (r_q > 0) add_quant(c, L, tokens * r_q, micro);
+    add_quant(c, L, tokens * heads * static_cast<double>(a.v_head_dim), micro);
+  }
+}
+
 // Norms, the dense or MoE MLP and its communication for one layer of `tokens` tokens per rank.
 void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro) {
   const ModelSpec& m = c.m;
@@ -291,8 +331,11 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     const double rows = over_dp ? tokens * c.dp : tokens;
     const double inter = static_cast<double>(m.intermediate) / (over_dp ? c.ranks : c.tp);
     const double up = (m.gated_mlp ? 2 : 1) * inter;
+    const bool quant = c.fp8_weights == Fp8Weights::block;
+    if (quant) add_quant(c, L, rows * h, micro);
     L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_gate_up, rows, h, up, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, rows * inter, c.act_b), micro});
+    if (quant) add_quant(c, L, rows * inter, micro);
     L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_down, rows, inter, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     if (over_dp)
       add_dp_gather(c, L, tokens, h, micro);
@@ -303,13 +346,31 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
   const MoeSpec& e = *m.moe;
   const double E = static_cast<double>(e.routed_experts), k = static_cast<double>(e.experts_per_token);
   L.ops.push_back({StepComponent::router, gemm(OpId::router, tokens, h, E, c.dense_wb, c.act_b, Fp8Weights::none), micro});
+  // The logits to each token's top-k experts and their weights (int32 ids, fp32 weights); SGLang's
+  // biased grouped top-k is one kernel (moe_fused_gate, layers/moe/topk.py:327 at v0.4.9.post2).
+  Op gate;
+  gate.id = OpId::topk_gate;
+  gate.flops = Flops{tokens * E};
+  gate.bytes_read = BytesF{tokens * E * c.act_b};
+  gate.bytes_written = BytesF{tokens * k * 8};
+  L.ops.push_back({StepComponent::elementwise, gate, micro});
+  const bool quant = c.fp8_weights == Fp8Weights::block;
   if (e.shared_experts > 0) {
     const double inter = static_cast<double>(e.shared_experts * e.expert_intermediate) / c.tp;
+    if (quant) add_quant(c, L, tokens * h, micro);
     L.ops.push_back({StepComponent::shared_experts, gemm(OpId::shared_gate_up, tokens, h, 2 * inter, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, tokens * inter, c.act_b), micro});
+    if (quant) add_quant(c, L, tokens * inter, micro);
     L.ops.push_back({StepComponent::shared_experts, gemm(OpId::shared_down, tokens, inter, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
+    // The shared experts' output plus the routed experts' (SGLang: x.add_(routed), deepseek_v2.py:731).
+    Op sum;
+    sum.id = OpId::moe_sum;
+    sum.flops = Flops{tokens * h};
+    sum.bytes_read = BytesF{2 * tokens * h * c.act_b};
+    sum.bytes_written = BytesF{tokens * h * c.act_b};
+    L.ops.push_back({StepComponent::elementwise, sum, micro});
   }
-  const double imb = c.req.moe_imbalance;
+  const double imb = c.imbalance;
   const double width = static_cast<double>(e.expert_intermediate);
   if (c.ep > 1) {
     // EP: the ranks of a TP group each dispatch a 1/TP share of its tokens; every rank holds E/EP
@@ -318,10 +379,15 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     const double local = E / c.ep;
     const double pairs = send * k * imb;
     const double touched = experts_touched(local, pairs);
+    const bool ll = low_latency(c.req);
+    // Normal mode quantizes the tokens before dispatching them in fp8 and the SwiGLU output before
+    // the down GEMM, each its own kernel (SGLang: token_dispatcher.py:247, ep_moe/layer.py:1587);
+    // the low-latency kernels quantize inside the dispatch and the SwiGLU.
+    if (quant && !ll) add_quant(c, L, send * h, micro);
     L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_gate_up, pairs, touched, h, 2 * width, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, pairs * width, c.act_b), micro});
+    if (quant && !ll) add_quant(c, L, pairs * width, micro);
     L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_down, pairs, touched, width, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
-    const bool ll = low_latency(c.req);
     const double dispatch_vb = c.fp8_weights != Fp8Weights::none ? kBlockFp8ValueBytes : c.act_b;
     const double dispatch_b = h * dispatch_vb;
     for (auto [component, vb] : {std::pair{StepComponent::ep_dispatch, dispatch_vb}, std::pair{StepComponent::ep_combine, 2.0}}) {  // combine: bf16
@@ -395,6 +461,8 @@ StepOverheads step_overheads(const EngineProfile& p) {
   o.per_step_prefill = Seconds{num("step_overhead_prefill_us", 0) * 1e-6};
   o.per_step_tbo_decode = Seconds{num("step_overhead_tbo_decode_us", 0) * 1e-6};
   o.moe_imbalance = num("moe_imbalance", 1);
+  if (p.has("moe_imbalance_by_ep"))
+    for (const std::vector<double>& row : p.params.at("moe_imbalance_by_ep").rows) o.moe_imbalance_by_ep.emplace_back(row[0], row[1]);
   o.eta_scale_up = num("comm_eta_scale_up", 1);
   o.eta_scale_out = num("comm_eta_scale_out", 1);
   o.comm_latency = Seconds{num("comm_latency_us", 0) * 1e-6};
@@ -408,6 +476,19 @@ StepOverheads step_overheads(const EngineProfile& p) {
   o.comm_sms = num("comm_sms", 0);
   o.source = p.label() + " (" + p.file + ")";
   return o;
+}
+
+double moe_imbalance_at(const StepOverheads& o, double ep) {
+  if (ep <= 1) return 1;
+  const auto& pts = o.moe_imbalance_by_ep;
+  if (pts.empty()) return o.moe_imbalance;
+  double x0 = 1, y0 = 1;
+  for (const auto& [x1, y1] : pts) {
+    if (ep <= x1) return y0 + (y1 - y0) * std::log(ep / x0) / std::log(x1 / x0);
+    x0 = x1;
+    y0 = y1;
+  }
+  return y0;
 }
 
 LinkSpec links_for(const HardwareSpec& hw, const StepOverheads& o) {
@@ -436,6 +517,8 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   c.dp = static_cast<double>(req.w.par.dp);
   c.ep = static_cast<double>(req.w.par.ep);
   c.ranks = c.tp * c.dp;
+  c.imbalance = c.ep > 1 ? req.moe_imbalance.value_or(moe_imbalance_at(req.overheads, c.ep)) : 1;
+  out.moe_imbalance = c.imbalance;
   out.gpus = req.w.par.ranks();
   c.act_b = bytes_per_element(req.w.compute);
   c.fp8_weights = req.weights.linear == WeightDtype::fp8 ? Fp8Weights::block : req.weights.linear == WeightDtype::fp8_tensor ? Fp8Weights::tensor : Fp8Weights::none;
@@ -460,7 +543,10 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
 
   StepPlan plan;
   for (const LayerSpec& l : m.layers) (l.moe && m.moe ? plan.moe_layers : plan.dense_layers) += 1;
-  for (LayerParts* L : {&plan.dense, &plan.moe}) add_attention(*L, path, layers, micro);
+  for (LayerParts* L : {&plan.dense, &plan.moe}) {
+    add_attention(*L, path, layers, micro);
+    if (m.is_mla()) add_mla_glue(c, *L, t.new_tokens, micro);
+  }
   add_mlp(c, plan.dense, false, t.new_tokens, micro);
   add_mlp(c, plan.moe, true, t.new_tokens, micro);
 
@@ -491,6 +577,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
     const CostStudy sd = cost_study(m, wd, rf, req.workspace_budget, policies);
     const BatchTotals td = batch_totals(wd);
     add_attention(plan.mtp, chosen_path(sd, req.policy), layers, micro);
+    if (m.is_mla()) add_mla_glue(c, plan.mtp, td.new_tokens, micro);
     plan.mtp.ops.push_back({StepComponent::mtp, gemm(OpId::mtp_eh_proj, td.new_tokens, 2 * h, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     add_mlp(c, plan.mtp, true, td.new_tokens, micro);
     const double mtp_logits = req.phase == Phase::prefill ? td.sequences : td.new_tokens;  // prefill: the last position's draft only
@@ -759,7 +846,6 @@ std::optional<ServingReport> serving_report(const ReportInputs& in, std::string&
   StepRequest& req = r.step_request;
   if (in.engine) req.overheads = step_overheads(*in.engine);
   else req.overheads.source = "none (the spec names no engine)";
-  req.moe_imbalance = req.overheads.moe_imbalance;
   req.comm_sms = req.overheads.comm_sms;
   req.links = links_for(hw, req.overheads);
   req.w.compute = in.compute;

@@ -659,7 +659,7 @@ Document step_document(const ModelSpec& m, const RooflineUsed& r, const StepRequ
       {"attention_path", "attention path", st.attention_detail.empty() ? st.attention_path : fmt::format("{} ({})", st.attention_path, st.attention_detail), Unit::text},
       {"mtp_draft_tokens", "MTP draft tokens", req.mtp_draft, Unit::count},
       {"mtp_accept", "MTP acceptance", req.mtp_draft > 0 ? Value{req.mtp_accept} : Value{}, Unit::fraction},
-      {"moe_imbalance", "MoE imbalance (busiest rank / mean)", req.moe_imbalance, Unit::decimal},
+      {"moe_imbalance", "MoE imbalance (busiest rank / mean)", st.moe_imbalance, Unit::decimal},
       {"two_batch_overlap", "two-batch overlap", req.two_batch_overlap, Unit::text},
       {"ep_mode", "EP all-to-all", std::string(to_string(req.ep_mode)), Unit::text},
       {"compute_s", "compute", st.compute.value, Unit::seconds},

@@ -383,7 +383,6 @@ void apply_step_engine(StepRequest& req, const StepEngine& e) {
   req.dense_mlp_over_dp = e.dense_mlp_over_dp;
   req.moe_over_dp = e.moe_over_dp;
   req.policy = e.policy;
-  req.moe_imbalance = e.overheads.moe_imbalance;
   req.comm_sms = e.overheads.comm_sms;
 }
 

@@ -40,8 +40,14 @@ enum class OpId {
   embedding, rms_norm, swiglu, dense_gate_up, dense_down, router, expert_gate_up, expert_down,
   shared_gate_up, shared_down, mtp_eh_proj, lm_head, sampling,
   expert_scatter, expert_gather,  // EP normal mode: tokens to per-expert rows and the weighted rows back
+  // The small kernels around them (a serving step's "other kernels", SGLang's DeepSeek forward):
+  act_quant,   // bf16 activations to fp8 with one scale per 128 values, before a block-fp8 GEMM
+  rope,        // rotary embedding of the queries' and the key's RoPE parts, in place
+  kv_store,    // the new tokens' latent rows written into the paged cache
+  topk_gate,   // the router's logits to each token's top-k experts and weights
+  moe_sum,     // shared experts' output plus the routed experts' combined output
 };
-inline constexpr int kOpIdCount = static_cast<int>(OpId::expert_gather) + 1;
+inline constexpr int kOpIdCount = static_cast<int>(OpId::moe_sum) + 1;
 std::string_view to_string(OpId id);
 // The kind of kernel an op runs as (the efficiency family it belongs to).
 OpKind kind_of(OpId id);

@@ -100,7 +100,10 @@ struct StepOverheads {
   Seconds per_step_decode{0};
   Seconds per_step_prefill{0};
   Seconds per_step_tbo_decode{0};  // added to a decode step that runs two-batch overlap
-  double moe_imbalance = 1;  // busiest rank's routed token-expert pairs over the mean
+  // Busiest rank's routed token-expert pairs over the mean: one figure for every EP size, or a
+  // curve of (EP, imbalance) points when the profile has moe_imbalance_ep* keys.
+  double moe_imbalance = 1;
+  std::vector<std::pair<double, double>> moe_imbalance_by_ep;  // ascending EP
   double eta_scale_up = 1, eta_scale_out = 1;
   double comm_sms = 0;       // SMs the normal (prefill) all-to-all kernels hold while compute overlaps them
   Seconds comm_latency{0};
@@ -115,7 +118,7 @@ struct StepRequest {
   std::int64_t gpus_per_node = 8;  // ranks one scale-up domain holds in this deployment
   std::int64_t mtp_draft = 0;    // speculative tokens per step from the MTP module (0: off)
   double mtp_accept = 0;         // probability each draft token is accepted
-  double moe_imbalance = 1;
+  std::optional<double> moe_imbalance;  // given (flag or measurement row); else the engine's at this EP
   // Two micro-batches per step. Normal all-to-all (prefill): one's compute overlaps the other's
   // dispatch and combine, on the SMs the communication kernels leave (DeepSeek-V3 §3.4.1). Low
   // latency (decode; its kernels hold no SMs): one's attention side overlaps the other's dispatch,
@@ -173,6 +176,7 @@ struct StepResult {
   Seconds ttft{0};            // prefill: the step
   Seconds tpot{0};            // decode: step / tokens each sequence gains
   std::int64_t gpus = 1;
+  double moe_imbalance = 1;   // the one the step used (1 without EP)
   CapacityResult memory;      // weights and the batch's KV against the GPU
   double kv_tokens_per_rank = 0;  // what the batch keeps in cache on one rank
   Verdict fits;                // the batch's KV fits in the pool
@@ -199,6 +203,10 @@ void set_step_batch(StepRequest& req, const ModelSpec& m, const HardwareSpec& hw
 
 // The parameters an engine profile gives a step; none (zeros, η = 1) for keys it leaves out.
 StepOverheads step_overheads(const EngineProfile& p);
+// The busiest EP rank's routed pairs over the mean at `ep` ranks: with a curve, linear in ln EP
+// between its points (EP 1, a single rank, is 1), its last value past its last point; without one,
+// moe_imbalance. 1 at EP 1.
+double moe_imbalance_at(const StepOverheads& o, double ep);
 // The hardware's links with the overheads' collective efficiency and latency.
 LinkSpec links_for(const HardwareSpec& hw, const StepOverheads& o);
 
