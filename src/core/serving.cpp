@@ -281,7 +281,7 @@ void add_dp_gather(const Ctx& c, LayerParts& L, double tokens, double width, dou
 }
 
 // bf16 activations to fp8 with one fp32 scale per 128 values, the kernel before every GEMM on
-// 128x128 block-scaled weights whose input is not already fp8 (SGLang at v0.4.9.post2:
+// 128x128 block-scaled weights whose input is not already fp8 (SGLang at v0.4.9.post2, commit eb118d88:
 // sglang_per_token_group_quant_fp8, python/sglang/srt/layers/quantization/fp8_utils.py:238).
 void add_quant(const Ctx& c, LayerParts& L, double values, double micro) {
   Op op;
