@@ -45,6 +45,9 @@ def main():
     # Bars: per series, runs of rows holding the colour; each bar's extent from its rows.
     bars = []  # (top, bottom, left, right, series)
     for name, colour in series:
+        # Per row, the runs of the colour; a bar is the run that starts at its left edge, joined
+        # across the gaps an error bar's whisker and caps cut (a few pixels), so a legend marker
+        # or label of the same colour further along the bar's rows is not taken for its end.
         rows = [[x for x in range(w) if near(px[y][x], colour, 12)] for y in range(h)]
         spans = runs([len(r) > 0 for r in rows])
         # An error bar's line can cover a short bar's middle row: join runs one or two rows apart.
@@ -57,7 +60,16 @@ def main():
         for top, bottom in joined:
             filled = [y for y in range(top, bottom + 1) if rows[y]]
             left = min(min(rows[y]) for y in filled)
-            right = max(max(rows[y]) for y in filled)
+            right = 0
+            for y in filled:
+                end = None
+                for s, e in runs([x in set(rows[y]) for x in range(w)]):
+                    if end is None and s <= left + 2:
+                        end = e  # the run from the bar's left edge
+                    elif end is not None and s - end <= 5:
+                        end = e  # past a whisker or cap
+                if end is not None:
+                    right = max(right, end)
             bars.append((top, bottom, left, right, name))
     if not bars:
         sys.exit(f"{a.chart}: no bars of the given colours")

@@ -8,7 +8,8 @@ import zlib
 
 
 def read_png(path):
-    """Width, height and rows of (r, g, b) for an 8-bit palette or RGB(A) PNG without interlacing."""
+    """Width, height and rows of (r, g, b) for an 8-bit palette or RGB(A) PNG without interlacing
+    (alpha is dropped: the charts read here are opaque)."""
     data = open(path, "rb").read()
     if data[:8] != b"\x89PNG\r\n\x1a\n":
         sys.exit(f"{path}: not a PNG file")
@@ -23,6 +24,8 @@ def read_png(path):
             palette = [tuple(body[i:i + 3]) for i in range(0, len(body), 3)]
         elif kind == b"IDAT":
             idat += body
+    if hdr is None:
+        sys.exit(f"{path}: no IHDR chunk")
     w, h, depth, colour, _, _, interlace = hdr
     channels = {3: 1, 2: 3, 6: 4}.get(colour)
     if depth != 8 or interlace or channels is None:
@@ -33,6 +36,8 @@ def read_png(path):
     for _ in range(h):
         f, line = raw[at], bytearray(raw[at + 1:at + 1 + stride])
         at += 1 + stride
+        if f > 4:
+            sys.exit(f"{path}: unknown PNG filter {f}")
         for i in range(stride):
             a = line[i - channels] if i >= channels else 0
             b = prev[i]

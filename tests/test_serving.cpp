@@ -107,7 +107,8 @@ TEST_CASE("Worked example: DeepSeek-V3's small kernels around attention and the 
   const double shared = t * h * q8 + t * 2048 * 4 + t * 2048 * q8;    // quant, SwiGLU, quant
   const double sum = 3 * t * h * 2;                                   // shared + routed, in place
   const double routed_swiglu = t * 8 * 2048 * 4;                      // one GPU: every pair's SwiGLU
-  const double expected = 3 * (norms + mla + dense) + 58 * (norms + mla + gate + shared + sum + routed_swiglu) + t * h * 4;
+  const double routed_quant = t * h * q8 + t * 8 * 2048 * q8;         // the tokens once, every pair's SwiGLU output
+  const double expected = 3 * (norms + mla + dense) + 58 * (norms + mla + gate + shared + sum + routed_swiglu + routed_quant) + t * h * 4;
   const StepRow* other = row(r, StepComponent::elementwise);
   REQUIRE(other);
   CHECK(other->bytes.value == Approx(expected));
@@ -119,7 +120,7 @@ TEST_CASE("Worked example: DeepSeek-V3's small kernels around attention and the 
   const StepResult rb = step_time(m, hw, roofline_for(hw, DType::bf16, Efficiency{}), bf);
   const StepRow* other_bf = row(rb, StepComponent::elementwise);
   CHECK(std::find(other_bf->ops.begin(), other_bf->ops.end(), OpId::act_quant) == other_bf->ops.end());
-  CHECK(other_bf->bytes.value == Approx(expected - 3 * (attn_quant + t * h * q8 + t * 18432 * q8) - 58 * (attn_quant + t * h * q8 + t * 2048 * q8)));
+  CHECK(other_bf->bytes.value == Approx(expected - 3 * (attn_quant + t * h * q8 + t * 18432 * q8) - 58 * (attn_quant + t * h * q8 + t * 2048 * q8 + routed_quant)));
 }
 
 TEST_CASE("Worked example: expert-parallel prefill scatters tokens to expert rows and gathers them back", "[serving]") {

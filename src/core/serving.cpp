@@ -426,8 +426,13 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     const double slice = width / (over_dp ? c.ranks : c.tp);
     const double pairs = (over_dp ? tokens * c.dp : tokens) * k;
     const double touched = experts_touched(E, pairs);
+    // Block-fp8 experts: the tokens are quantized once before the first grouped GEMM and the
+    // SwiGLU output before the second (SGLang's fused MoE runs per_token_group_quant_fp8 ahead of
+    // each, layers/moe/fused_moe_triton).
+    if (quant) add_quant(c, L, (over_dp ? tokens * c.dp : tokens) * h, micro);
     L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_gate_up, pairs, touched, h, 2 * slice, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, pairs * slice, c.act_b), micro});
+    if (quant) add_quant(c, L, pairs * slice, micro);
     L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_down, pairs, touched, slice, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     if (over_dp)
       add_dp_gather(c, L, tokens, h, micro);

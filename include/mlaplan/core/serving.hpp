@@ -101,7 +101,7 @@ struct StepOverheads {
   Seconds per_step_prefill{0};
   Seconds per_step_tbo_decode{0};  // added to a decode step that runs two-batch overlap
   // Busiest rank's routed token-expert pairs over the mean: one figure for every EP size, or a
-  // curve of (EP, imbalance) points when the profile has moe_imbalance_ep* keys.
+  // curve of (EP, imbalance) points from the profile's moe_imbalance_by_ep.
   double moe_imbalance = 1;
   std::vector<std::pair<double, double>> moe_imbalance_by_ep;  // ascending EP
   double eta_scale_up = 1, eta_scale_out = 1;
