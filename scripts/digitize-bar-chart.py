@@ -26,6 +26,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from png_chart import near, read_png, runs  # noqa: E402
 
 
+def runs_of(xs):
+    """(start, end) of each run of consecutive values in the ascending list xs."""
+    out = []
+    for x in xs:
+        if out and x == out[-1][1] + 1:
+            out[-1] = (out[-1][0], x)
+        else:
+            out.append((x, x))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("chart")
@@ -63,7 +74,7 @@ def main():
             right = 0
             for y in filled:
                 end = None
-                for s, e in runs([x in set(rows[y]) for x in range(w)]):
+                for s, e in runs_of(rows[y]):
                     if end is None and s <= left + 2:
                         end = e  # the run from the bar's left edge
                     elif end is not None and s - end <= 5:

@@ -323,6 +323,7 @@ void add_mla_glue(const Ctx& c, LayerParts& L, double tokens, double micro) {
 void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro) {
   const ModelSpec& m = c.m;
   const double h = static_cast<double>(m.hidden);
+  const bool quant = c.fp8_weights == Fp8Weights::block;  // an fp8 quantization kernel before each GEMM
   L.ops.push_back({StepComponent::elementwise, elementwise(OpId::rms_norm, tokens * h, c.act_b), micro * static_cast<double>(m.norms_per_layer)});
   add_allreduce(c, L, tokens, h, c.act_b, micro);  // after o_proj
   if (!moe || !m.moe) {
@@ -331,7 +332,6 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     const double rows = over_dp ? tokens * c.dp : tokens;
     const double inter = static_cast<double>(m.intermediate) / (over_dp ? c.ranks : c.tp);
     const double up = (m.gated_mlp ? 2 : 1) * inter;
-    const bool quant = c.fp8_weights == Fp8Weights::block;
     if (quant) add_quant(c, L, rows * h, micro);
     L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_gate_up, rows, h, up, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, rows * inter, c.act_b), micro});
@@ -354,7 +354,6 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
   gate.bytes_read = BytesF{tokens * E * c.act_b};
   gate.bytes_written = BytesF{tokens * k * 8};
   L.ops.push_back({StepComponent::elementwise, gate, micro});
-  const bool quant = c.fp8_weights == Fp8Weights::block;
   if (e.shared_experts > 0) {
     const double inter = static_cast<double>(e.shared_experts * e.expert_intermediate) / c.tp;
     if (quant) add_quant(c, L, tokens * h, micro);
