@@ -26,6 +26,9 @@ void add_serving_flags(CLI::App* app, ServingFlags& f, bool layout_searched) {
   app->add_option("--moe-imbalance", f.moe_imbalance, "routed pairs on the busiest EP rank over the mean (default: the engine profile's at this EP size, else 1)");
   app->add_flag("--tbo", f.tbo, "two-batch overlap: communication of one micro-batch hidden under the other's compute");
   app->add_option("--comm-sms", f.comm_sms, "with --tbo: SMs the normal all-to-all holds while compute overlaps it (default: the engine profile's, else 0)");
+  app->add_option("--ll-sm-us-per-token", f.ll_sm_us_per_token,
+                  "with --tbo: SM time of the low-latency dispatch and combine kernels per token a rank dispatches and MoE layer, microseconds (default: the "
+                  "engine profile's, else 0)");
   app->add_option("--ep-mode", f.ep_mode, "auto | normal | low-latency: DeepEP's all-to-all kind (auto: normal for prefill, low latency for decode)")
       ->capture_default_str();
 }
@@ -89,6 +92,13 @@ StepRequest ServingFlags::resolve(const ModelSpec& m, const HardwareSpec& hw, co
     if (req.ep_mode == EpMode::low_latency) fail_flag("--comm-sms", std::to_string(comm_sms), "low-latency all-to-all holds no SMs; --comm-sms is for the normal kind");
     req.comm_sms = static_cast<double>(comm_sms);
   }
+  if (app->count("--ll-sm-us-per-token")) {
+    const std::string v = fmt::format("{}", ll_sm_us_per_token);
+    if (!tbo) fail_flag("--ll-sm-us-per-token", v, "applies with --tbo");
+    if (!(ll_sm_us_per_token >= 0 && ll_sm_us_per_token <= 1e6)) fail_flag("--ll-sm-us-per-token", v, "expected microseconds per token from 0 to 1000000");
+    if (req.ep_mode == EpMode::normal) fail_flag("--ll-sm-us-per-token", v, "the normal all-to-all holds SMs for its whole transfer; --ll-sm-us-per-token is for the low-latency kind");
+    req.ll_sm_per_token = Seconds{ll_sm_us_per_token * 1e-6};
+  }
   return req;
 }
 
@@ -150,6 +160,8 @@ Document step(const StepFlags& f, CLI::App* app, Context& ctx) {
       if (g.query != 1.0 + static_cast<double>(req.mtp_draft))
         fail_flag(f.mix.empty() ? "--query" : "--mix", f.mix.empty() ? fmt::format("{}", f.query) : f.mix,
                   fmt::format("a decode step with --mtp {} verifies {} tokens per sequence", req.mtp_draft, 1 + req.mtp_draft));
+  if (app->count("--ll-sm-us-per-token") && req.phase == Phase::prefill && req.ep_mode == EpMode::automatic)
+    fail_flag("--ll-sm-us-per-token", fmt::format("{}", f.serving.ll_sm_us_per_token), "prefill uses the normal all-to-all, which holds SMs for its whole transfer; --ll-sm-us-per-token is for the low-latency kind");
   if (app->count("--comm-sms") && req.phase == Phase::decode && req.ep_mode == EpMode::automatic)
     fail_flag("--comm-sms", std::to_string(f.serving.comm_sms), "decode uses the low-latency all-to-all, which holds no SMs; --comm-sms is for the normal kind");
   double longest = 0;

@@ -107,6 +107,7 @@ struct ServingFlags {
   double moe_imbalance = 1;
   bool tbo = false;
   std::int64_t comm_sms = 0;
+  double ll_sm_us_per_token = 0;
   std::string ep_mode = "auto";
   // Everything of a step but its workload's batch and phase (the layout, dtypes left to the caller).
   // layout_searched (plan): the layout-dependent checks (GPUs, nodes, links, EP flags) are the search's.

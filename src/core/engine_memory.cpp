@@ -113,6 +113,7 @@ const std::vector<EngineParamSpec>& engine_param_specs() {
       {"normal_eta_scale_out", K::fraction, true, true, true, "fraction of the network bandwidth its normal all-to-all reaches (default: comm_eta_scale_out)", true},
       {"normal_latency_intranode_us", K::number, true, true, true, "fixed time per normal all-to-all call within one node (microseconds; default: comm_latency_us)", true},
       {"normal_latency_internode_us", K::number, true, true, true, "fixed time per normal all-to-all call that crosses the network, its layout exchange included (microseconds; default: comm_latency_us)", true},
+      {"ll_sm_us_per_token", K::number, true, true, true, "SM time of the low-latency dispatch and combine kernels (send and receive hook) per token a rank dispatches and MoE layer under two-batch overlap (microseconds)", true},
       {"comm_sms", K::count, true, true, true, "SMs the normal all-to-all kernels hold while two-batch overlap computes beside them", true},
   };
   return specs;

@@ -210,6 +210,7 @@ bool is_projection(OpId id) {
 struct LayerParts {
   std::vector<Part> ops;
   std::vector<Transfer> transfers;
+  Seconds ll_sm{0};  // the low-latency all-to-all kernels' SM time, all micro-batches (counted under overlap)
 };
 
 // Everything one step runs on the busiest rank, by layer kind.
@@ -396,6 +397,7 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
       t.count = micro;
       L.transfers.push_back(t);
     }
+    if (ll) L.ll_sm += c.req.ll_sm_per_token * (send * micro);
     if (!ll) {
       // Normal mode delivers each token once to every rank holding one of its experts; the engine
       // copies it into one row per (token, local expert) before the grouped GEMMs and sums the
@@ -478,6 +480,7 @@ StepOverheads step_overheads(const EngineProfile& p) {
     kind->latency_internode = Seconds{num(key + "_latency_internode_us", o.comm_latency.value * 1e6) * 1e-6};
   }
   o.comm_sms = num("comm_sms", 0);
+  o.ll_sm_per_token = Seconds{num("ll_sm_us_per_token", 0) * 1e-6};
   o.source = p.label() + " (" + p.file + ")";
   return o;
 }
@@ -634,11 +637,15 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
       const bool all_to_all = k.by_component[static_cast<std::size_t>(StepComponent::ep_dispatch)].value > 0;
       if (all_to_all && low_latency(req)) {
         // Stage B (dispatch, experts, combine) of one micro-batch beside stage A (the rest) of the
-        // other; never below the compute of both micro-batches (one GPU) or their communication.
+        // other; never below the compute of both micro-batches (one GPU), with the communication
+        // kernels' own SM time (send and receive hook), or below their communication.
         Seconds b{0};
         for (StepComponent comp : {StepComponent::ep_dispatch, StepComponent::routed_experts, StepComponent::ep_combine})
           b += k.by_component[static_cast<std::size_t>(comp)];
-        k.time = std::max({b, k.compute + k.communication - b, k.compute, k.communication});
+        const Seconds sm = L.ll_sm;
+        k.time = std::max({b, k.compute + k.communication - b, k.compute + sm, k.communication});
+        k.compute += sm;
+        out.comm_kernels_sm += sm * n;
       } else {
         // Compute on the SMs the normal all-to-all kernels leave, beside the communication.
         const double sms = rf.sms > 0 ? rf.sms : static_cast<double>(hw.sm_count);
@@ -851,6 +858,7 @@ std::optional<ServingReport> serving_report(const ReportInputs& in, std::string&
   if (in.engine) req.overheads = step_overheads(*in.engine);
   else req.overheads.source = "none (the spec names no engine)";
   req.comm_sms = req.overheads.comm_sms;
+  req.ll_sm_per_token = req.overheads.ll_sm_per_token;
   req.links = links_for(hw, req.overheads);
   req.w.compute = in.compute;
   req.w.kv = in.kvs.front();

@@ -59,16 +59,19 @@ std::string CsvCells::one_of(const std::string& key, const std::vector<std::stri
   return v;
 }
 
-std::vector<CsvCells> csv_records(const std::string& text, const std::string& where, const std::vector<std::string>& columns) {
+std::vector<CsvCells> csv_records(const std::string& text, const std::string& where, const std::vector<std::string>& columns,
+                                  const std::vector<std::string>& optional) {
   const std::vector<std::vector<std::string>> rows = parse_csv(text);
   if (rows.empty()) fail(where, "empty file: expected a header row and data rows");
   const std::vector<std::string>& header = rows.front();
-  for (const std::string& h : header)
-    if (std::find(columns.begin(), columns.end(), h) == columns.end()) fail_key(where, "header", h, "unknown column" + did_you_mean(h, columns));
-  for (const std::string& c : columns) {
-    if (std::count(header.begin(), header.end(), c) > 1) fail_key(where, "header", c, "column given twice");
-    if (std::find(header.begin(), header.end(), c) == header.end()) fail_key(where, "header", c, "missing column");
+  std::vector<std::string> known = columns;
+  known.insert(known.end(), optional.begin(), optional.end());
+  for (const std::string& h : header) {
+    if (std::find(known.begin(), known.end(), h) == known.end()) fail_key(where, "header", h, "unknown column" + did_you_mean(h, known));
+    if (std::count(header.begin(), header.end(), h) > 1) fail_key(where, "header", h, "column given twice");
   }
+  for (const std::string& c : columns)
+    if (std::find(header.begin(), header.end(), c) == header.end()) fail_key(where, "header", c, "missing column");
   std::vector<CsvCells> out;
   for (std::size_t i = 1; i < rows.size(); ++i) {
     if (rows[i].size() == 1 && rows[i][0].empty()) continue;  // a blank line
@@ -76,6 +79,7 @@ std::vector<CsvCells> csv_records(const std::string& text, const std::string& wh
     c.where = fmt::format("{}, row {}", where, i + 1);
     if (rows[i].size() != header.size()) fail(c.where, fmt::format("{} cells where the header has {}", rows[i].size(), header.size()));
     for (std::size_t k = 0; k < header.size(); ++k) c.cells[header[k]] = rows[i][k];
+    for (const std::string& o : optional) c.cells.try_emplace(o);  // absent from the header: empty
     out.push_back(std::move(c));
   }
   if (out.empty()) fail(where, "no data rows under the header");

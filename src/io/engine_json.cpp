@@ -384,6 +384,7 @@ void apply_step_engine(StepRequest& req, const StepEngine& e) {
   req.moe_over_dp = e.moe_over_dp;
   req.policy = e.policy;
   req.comm_sms = e.overheads.comm_sms;
+  req.ll_sm_per_token = e.overheads.ll_sm_per_token;
 }
 
 }  // namespace mlaplan

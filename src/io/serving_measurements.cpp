@@ -38,7 +38,7 @@ const std::vector<std::string>& step_metrics() {
 
 std::vector<ServingMeasurement> parse_serving_csv(const std::string& text, const std::string& where) {
   std::vector<ServingMeasurement> out;
-  for (const CsvCells& c : csv_records(text, where, columns())) {
+  for (const CsvCells& c : csv_records(text, where, columns(), {"ll_sm_us_per_token"})) {
     ServingMeasurement r;
     r.file = where;
     r.id = c.required("id");
@@ -60,6 +60,8 @@ std::vector<ServingMeasurement> parse_serving_csv(const std::string& text, const
     r.moe_imbalance = c.number("moe_imbalance", 1, 1000);
     r.comm_sms = c.integer("comm_sms", 0, 1024);
     if (r.comm_sms && !r.tbo) fail_key(c.where, "comm_sms", c.text("comm_sms"), "applies with tbo true");
+    r.ll_sm_us_per_token = c.number("ll_sm_us_per_token", 0, 1e6);
+    if (r.ll_sm_us_per_token && !r.tbo) fail_key(c.where, "ll_sm_us_per_token", c.text("ll_sm_us_per_token"), "applies with tbo true");
     r.weight_dtype = c.text("weight_dtype");
     r.kv_dtype = c.text("kv_dtype").empty() ? std::string("bf16") : c.text("kv_dtype");
     r.confidence = c.one_of("confidence", {"H", "M", "L"});
@@ -113,6 +115,7 @@ std::string command_of(const ServingMeasurement& r) {
   if (r.mtp > 0) cmd += fmt::format(" --mtp {} --mtp-accept {}", r.mtp, r.mtp_accept);
   if (r.tbo) cmd += " --tbo";
   if (r.comm_sms) cmd += fmt::format(" --comm-sms {}", *r.comm_sms);
+  if (r.ll_sm_us_per_token) cmd += fmt::format(" --ll-sm-us-per-token {}", *r.ll_sm_us_per_token);
   if (r.moe_imbalance) cmd += fmt::format(" --moe-imbalance {}", *r.moe_imbalance);
   if (!r.weight_dtype.empty()) cmd += " --weight-dtype " + r.weight_dtype;
   if (r.kv_dtype != "bf16") cmd += " --kv-dtype " + r.kv_dtype;
@@ -140,6 +143,8 @@ std::vector<ServingCheck> check_serving(const std::vector<ServingMeasurement>& r
     if (r.comm_sms && (*r.comm_sms >= hw.sm_count || (r.kind == "step" && r.phase == "decode")))
       fail_key(at, "comm_sms", std::to_string(*r.comm_sms),
                fmt::format("the normal (prefill) all-to-all's SMs, fewer than {}'s {}", hw.name, hw.sm_count));
+    if (r.ll_sm_us_per_token && r.kind == "step" && r.phase == "prefill")
+      fail_key(at, "ll_sm_us_per_token", fmt::format("{}", *r.ll_sm_us_per_token), "the low-latency (decode) all-to-all's kernels; prefill uses the normal kind");
     req.w.par = r.par;
     req.gpus_per_node = r.par.ranks() / r.nodes;
     if (hw.scale_up_domain_gpus > 0 && req.gpus_per_node > hw.scale_up_domain_gpus)
@@ -159,6 +164,7 @@ std::vector<ServingCheck> check_serving(const std::vector<ServingMeasurement>& r
     req.w.spec_tokens = r.mtp;
     req.two_batch_overlap = r.tbo;
     if (r.comm_sms) req.comm_sms = static_cast<double>(*r.comm_sms);
+    if (r.ll_sm_us_per_token) req.ll_sm_per_token = Seconds{*r.ll_sm_us_per_token * 1e-6};
     ServingCheck c;
     c.row = r;
     c.command = command_of(r);

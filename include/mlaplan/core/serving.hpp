@@ -106,6 +106,7 @@ struct StepOverheads {
   std::vector<std::pair<double, double>> moe_imbalance_by_ep;  // ascending EP
   double eta_scale_up = 1, eta_scale_out = 1;
   double comm_sms = 0;       // SMs the normal (prefill) all-to-all kernels hold while compute overlaps them
+  Seconds ll_sm_per_token{0};  // SM time of the low-latency dispatch and combine kernels per token under overlap
   Seconds comm_latency{0};
   AllToAllLink low_latency, normal;  // DeepEP's kinds (ll_*, normal_*; default: comm_eta_*, comm_latency)
   std::string source;  // "sglang@0.5.4+ (engines/sglang-0.5.4.json)" or why none applies
@@ -126,6 +127,11 @@ struct StepRequest {
   // compute of both micro-batches (they share the SMs) and at least their communication.
   bool two_batch_overlap = false;
   double comm_sms = 0;  // SMs held by the normal all-to-all under overlap (from the engine, or the flag)
+  // Under overlap the low-latency kernels return once their messages are issued and a receive hook
+  // collects them later (DeepEP's return_recv_hook), so the transfer leaves the SMs, but the send
+  // kernel and the hook still run on them: this much per token a rank dispatches, dispatch and
+  // combine together, per MoE layer (from the engine, the flag or a measurement row; 0: none).
+  Seconds ll_sm_per_token{0};
   // The engine splits dense MLPs (and, without EP, routed experts) over all TP x DP ranks under
   // DP attention: tokens are gathered before and reduce-scattered after (engine profile keys
   // dense_mlp_over_dp and moe_over_dp).
@@ -167,6 +173,7 @@ struct StepResult {
   std::string attention_detail;
   Seconds compute{0}, communication{0}, overhead{0};
   Seconds overlap_saving{0};  // communication hidden under compute by two-batch overlap
+  Seconds comm_kernels_sm{0};  // the low-latency all-to-all kernels' SM time under overlap (in compute)
   Seconds step_time{0};
   Seconds step_bound{0};      // every part at speed of light, no overhead, no overlap
   double sequences = 0;       // in the whole deployment

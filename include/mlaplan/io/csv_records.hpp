@@ -28,8 +28,10 @@ struct CsvCells {
 };
 
 // The rows of a CSV text whose header holds exactly `columns` (any order; unknown, missing and
-// repeated columns refused), blank lines skipped; at least one row.
-std::vector<CsvCells> csv_records(const std::string& text, const std::string& where, const std::vector<std::string>& columns);
+// repeated columns refused) and any of `optional` (read as empty cells where the header lacks
+// them), blank lines skipped; at least one row.
+std::vector<CsvCells> csv_records(const std::string& text, const std::string& where, const std::vector<std::string>& columns,
+                                  const std::vector<std::string>& optional = {});
 
 // The *.csv files of a folder in name order, or the one file given.
 std::vector<std::filesystem::path> csv_files(const std::filesystem::path& dir_or_file);

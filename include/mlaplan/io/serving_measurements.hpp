@@ -7,7 +7,9 @@
 //   none), phase (prefill | decode), tp, dp, ep, nodes, batch (step: sequences in the deployment;
 //   plan: the largest batch per replica tried), context (step: decode keys per sequence, prefill
 //   prompt tokens), isl, osl (plan), mtp, mtp_accept, tbo (true | false), comm_sms (empty: the engine's),
-//   moe_imbalance (empty: the engine's), weight_dtype, kv_dtype, metric, measured, confidence (H | M | L), source
+//   moe_imbalance (empty: the engine's), weight_dtype, kv_dtype, metric, measured, confidence (H | M | L), source;
+//   optional: ll_sm_us_per_token (with tbo, decode: the low-latency kernels' SM time per token a rank
+//   dispatches and MoE layer, microseconds; empty or absent: the engine's)
 // Metrics: step_time_s, tpot_s, ttft_s, tokens_per_s_per_gpu, moe_layer_s (one MoE layer after
 // overlap), layer_<category>_s (attention, gemm, moe, dispatch, combine, other: one MoE layer's
 // kernels of that category, before overlap); plan: best_tokens_per_s_per_gpu.
@@ -31,6 +33,7 @@ struct ServingMeasurement {
   bool tbo = false;
   std::optional<double> moe_imbalance;
   std::optional<std::int64_t> comm_sms;
+  std::optional<double> ll_sm_us_per_token;  // optional column: the low-latency kernels' SM time per token and layer
   double measured = 0;
 };
 
