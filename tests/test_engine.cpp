@@ -14,6 +14,7 @@
 #include "helpers.hpp"
 #include "mlaplan/core/engine_memory.hpp"
 #include "mlaplan/core/params.hpp"
+#include "mlaplan/core/serving.hpp"
 #include "mlaplan/io/engine_json.hpp"
 #include "mlaplan/io/engine_logs.hpp"
 #include "mlaplan/io/error.hpp"
@@ -471,6 +472,20 @@ TEST_CASE("report with an engine: capacity through the profile and a spec that c
   CHECK(bad.code == 2);
   CHECK(bad.err == "mlaplan: --engine: value 'sglung': expected vllm, sglang or trtllm, optionally @VERSION; did you mean 'sglang'?\n");
   CHECK(!std::filesystem::exists(dir));
+}
+
+TEST_CASE("A profile's low-latency all-to-all SM time reaches the step, and a bad one is refused", "[engine][hostile]") {
+  const EngineProfile p = parse_engine_profile(profile_with("ll_sm_us_per_token", {{"value", 0.957}, {"source", "DeepSeek's decode profile"}}), "p.json");
+  const StepOverheads o = step_overheads(p);
+  CHECK(o.ll_sm_per_token.value == Approx(0.957e-6));
+  StepRequest req;
+  StepEngine e;
+  e.overheads = o;
+  apply_step_engine(req, e);
+  CHECK(req.ll_sm_per_token.value == Approx(0.957e-6));
+  CHECK(step_overheads(load_engine("sglang")).ll_sm_per_token.value == 0);  // no bundled profile carries it
+  CHECK_THAT(parse_error(profile_with("ll_sm_us_per_token", {{"value", -1}, {"source", "s"}})), Catch::Equals("p.json: key 'parameters.ll_sm_us_per_token.value' = -1: expected a number from 0 to 10^9"));
+  CHECK_THAT(parse_error(profile_with("ll_sm_us_per_token", {{"value", 1}})), Catch::Contains("ll_sm_us_per_token"));
 }
 
 TEST_CASE("Hardware totals as software sees them cannot exceed the memory", "[engine][hostile]") {

@@ -295,6 +295,21 @@ TEST_CASE("Every bundled model: components add up, calibrated is no faster than 
         CHECK(b.step_time > a.step_time);
         if (phase == Phase::decode) CHECK(step_time(m, hw, sol, twice).tokens_per_s_per_gpu >= s.tokens_per_s_per_gpu * (1 - 1e-9));
         CHECK(a.tokens_per_s_per_gpu == Approx((phase == Phase::decode ? a.output_tokens : a.input_tokens) / a.step_time.value / static_cast<double>(a.gpus)));
+        // Under overlap, with the low-latency kernels' SM time, the rows still add up to compute and
+        // communication, and the step is those less what the overlap hides.
+        if (m.moe && par.ep > 1) {
+          StepRequest o = req;
+          o.two_batch_overlap = true;
+          o.ll_sm_per_token = Seconds{1e-6};
+          const StepResult t = step_time(m, hw, cal, o);
+          double osum = 0;
+          for (const StepRow& r : t.rows) osum += r.time.value;
+          CHECK(osum == Approx(t.compute.value + t.communication.value + t.overhead.value));
+          CHECK(t.step_time.value == Approx(t.compute.value + t.communication.value - t.overlap_saving.value + t.overhead.value));
+          const StepRow* k = row(t, StepComponent::ep_kernels);
+          CHECK((phase == Phase::decode) == (k != nullptr));  // decode splits 4 sequences per rank; prefill's 1 does not
+          if (k) CHECK(k->time.value == Approx(t.comm_kernels_sm.value));
+        }
       }
     }
   }
@@ -503,6 +518,11 @@ TEST_CASE("Worked example: the low-latency all-to-all kernels' SM time under ove
     CHECK(on.comm_kernels_sm.value == Approx(7.104768e-3));
     const LayerKindRow a = moe(off), b = moe(on);
     CHECK(b.compute.value - a.compute.value == Approx(sm));
+    CHECK(b.by_component[static_cast<std::size_t>(StepComponent::ep_kernels)].value == Approx(sm));
+    const StepRow* kernels = row(on, StepComponent::ep_kernels);
+    REQUIRE(kernels);
+    CHECK(kernels->time.value == Approx(58 * sm));
+    CHECK(kernels->layers == 58);
     CHECK(b.communication.value == Approx(a.communication.value));
     // Only the SM side grows: the layer is the longer of the old bound and the new compute.
     CHECK(b.time.value == Approx(std::max(a.time.value, a.compute.value + sm)));
@@ -515,6 +535,16 @@ TEST_CASE("Worked example: the low-latency all-to-all kernels' SM time under ove
     CHECK(plain.step_time.value == Approx(step_time(m, hw, rf, req).step_time.value));
     CHECK(plain.comm_kernels_sm.value == 0);
     req.two_batch_overlap = true;
+    // With one MTP draft the main layers dispatch 256 tokens per rank and the MTP layer 128:
+    // 0.957 us x (58 x 256 + 128) = 0.957 us x 14,976 = 14.332032 ms.
+    req.ll_sm_per_token = Seconds{0.957e-6};
+    req.mtp_draft = 1;
+    req.mtp_accept = 0.6;
+    req.w.spec_tokens = 1;
+    req.w.groups = {step_group(phase, 128 * 128, 4096, 1)};
+    CHECK(step_time(m, hw, rf, req).comm_kernels_sm.value == Approx(14.332032e-3));
+    req.mtp_draft = 0;
+    req.w.spec_tokens = 0;
   }
 }
 
@@ -556,6 +586,9 @@ TEST_CASE("step CLI: JSON keys, memory check and refusals", "[serving][cli]") {
                        "--ll-sm-us-per-token: value '1': prefill uses the normal all-to-all, which holds SMs for its whole transfer; --ll-sm-us-per-token is for the low-latency kind");
   test::expect_refusal("step --dp 8 --ep 8 --batch 64 --tbo --ep-mode normal --ll-sm-us-per-token 1",
                        "--ll-sm-us-per-token: value '1': the normal all-to-all holds SMs for its whole transfer; --ll-sm-us-per-token is for the low-latency kind");
+  test::expect_refusal("step --model llama-3.1-8b --dp 8 --batch 64 --tbo --ll-sm-us-per-token 1",
+                       "--ll-sm-us-per-token: value '1': meta-llama/Llama-3.1-8B has no routed experts to dispatch");
+  test::expect_refusal("step --dp 8 --batch 64 --tbo --ll-sm-us-per-token 1", "--ll-sm-us-per-token: value '1': no all-to-all without --ep > 1");
   const json ll = json::parse(test::run("step --dp 8 --ep 8 --batch 64 --tbo --ll-sm-us-per-token 1 --format json").out);
   CHECK(ll["comm_kernels_sm_s"].get<double>() == Approx(1e-6 * 8 * 58));  // 8 tokens per rank, 58 MoE layers
   test::expect_refusal("step --gpu l40s --tp 2 --model llama-3.1-8b",
@@ -643,11 +676,12 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: median of the totals within 10%, and every one within 20% (README, Validation).
+  // The published error: median of the totals within 10%, and 35 of the 39 within 20% (README,
+  // Validation; the four past it are TensorRT-LLM v0.5's Llama-2 rows).
   std::sort(totals.begin(), totals.end());
-  CHECK(totals.size() == 32);
+  CHECK(totals.size() == 39);
   CHECK(totals[totals.size() / 2] <= 0.10);
-  CHECK(totals.back() <= 0.20);
+  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 35);
 }
 
 std::string serving_error(const std::string& text) {
@@ -694,6 +728,10 @@ TEST_CASE("Serving measurement CSVs: hostile input is refused naming the row and
   CHECK(serving_error(header_ll + tbo_ll.substr(0, tbo_ll.size() - 5) + ",-1\n") == "s.csv, row 2: key 'll_sm_us_per_token' = -1: expected a number from 0 to 1000000");
   CHECK(serving_error(header_ll.substr(0, header_ll.size() - 1) + ",ll_sm_us_per_token\n" + tbo_ll.substr(0, tbo_ll.size() - 1) + ",0.5\n") ==
         "s.csv: key 'header' = ll_sm_us_per_token: column given twice");
+  std::string ep1_ll = tbo_ll;
+  ep1_ll.replace(ep1_ll.find(",1,8,8,1,"), 9, ",1,8,1,1,");
+  CHECK_THROWS_WITH(check_serving(parse_serving_csv(header_ll + ep1_ll, "s.csv")),
+                    "s.csv (row 'a'): key 'll_sm_us_per_token' = 0.5: the expert-parallel all-to-all's kernels: needs a MoE model and ep > 1");
   std::string prefill_ll = tbo_ll;
   prefill_ll.replace(prefill_ll.find(",decode,"), 8, ",prefill,");
   CHECK_THROWS_WITH(check_serving(parse_serving_csv(header_ll + prefill_ll, "s.csv")),

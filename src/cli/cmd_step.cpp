@@ -97,6 +97,8 @@ StepRequest ServingFlags::resolve(const ModelSpec& m, const HardwareSpec& hw, co
     if (!tbo) fail_flag("--ll-sm-us-per-token", v, "applies with --tbo");
     if (!(ll_sm_us_per_token >= 0 && ll_sm_us_per_token <= 1e6)) fail_flag("--ll-sm-us-per-token", v, "expected microseconds per token from 0 to 1000000");
     if (req.ep_mode == EpMode::normal) fail_flag("--ll-sm-us-per-token", v, "the normal all-to-all holds SMs for its whole transfer; --ll-sm-us-per-token is for the low-latency kind");
+    if (!m.moe) fail_flag("--ll-sm-us-per-token", v, fmt::format("{} has no routed experts to dispatch", m.name));
+    if (!layout_searched && par.ep <= 1) fail_flag("--ll-sm-us-per-token", v, "no all-to-all without --ep > 1");
     req.ll_sm_per_token = Seconds{ll_sm_us_per_token * 1e-6};
   }
   return req;

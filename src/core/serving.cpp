@@ -36,6 +36,7 @@ std::string_view to_string(StepComponent c) {
     case StepComponent::dp_gather: return "dp_gather";
     case StepComponent::ep_dispatch: return "ep_dispatch";
     case StepComponent::ep_combine: return "ep_combine";
+    case StepComponent::ep_kernels: return "ep_kernels";
     case StepComponent::overhead: return "overhead";
   }
   return "?";
@@ -53,6 +54,7 @@ std::string_view category_of(StepComponent c) {
     case StepComponent::routed_experts: return "moe";
     case StepComponent::ep_dispatch: return "dispatch";
     case StepComponent::ep_combine: return "combine";
+    case StepComponent::ep_kernels: return "comm_kernels";
     case StepComponent::tp_allreduce:
     case StepComponent::dp_gather: return "allreduce";
     case StepComponent::embedding:
@@ -644,8 +646,15 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
           b += k.by_component[static_cast<std::size_t>(comp)];
         const Seconds sm = L.ll_sm;
         k.time = std::max({b, k.compute + k.communication - b, k.compute + sm, k.communication});
-        k.compute += sm;
-        out.comm_kernels_sm += sm * n;
+        if (sm.value > 0) {
+          k.compute += sm;
+          k.by_component[static_cast<std::size_t>(StepComponent::ep_kernels)] += sm;
+          StepRow& r = rows[static_cast<int>(StepComponent::ep_kernels)];
+          count_layers(StepComponent::ep_kernels);
+          r.time += sm * n;
+          r.bound_by = "fixed";
+          out.comm_kernels_sm += sm * n;
+        }
       } else {
         // Compute on the SMs the normal all-to-all kernels leave, beside the communication.
         const double sms = rf.sms > 0 ? rf.sms : static_cast<double>(hw.sm_count);

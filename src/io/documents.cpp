@@ -665,7 +665,7 @@ Document step_document(const ModelSpec& m, const RooflineUsed& r, const StepRequ
       {"compute_s", "compute", st.compute.value, Unit::seconds},
       {"communication_s", "communication", st.communication.value, Unit::seconds},
       {"overlap_saving_s", "hidden by overlap", st.overlap_saving.value, Unit::seconds},
-      {"comm_kernels_sm_s", "all-to-all SM time", st.comm_kernels_sm.value, Unit::seconds},
+      {"comm_kernels_sm_s", "all-to-all SM time (in compute)", st.comm_kernels_sm.value, Unit::seconds},
       {"overhead_s", "engine overhead", st.overhead.value, Unit::seconds},
       {"step_time_s", "step time", st.step_time.value, Unit::seconds},
       {"sol_step_time_s", "step time at speed of light", st.step_bound.value, Unit::seconds},

@@ -145,6 +145,8 @@ std::vector<ServingCheck> check_serving(const std::vector<ServingMeasurement>& r
                fmt::format("the normal (prefill) all-to-all's SMs, fewer than {}'s {}", hw.name, hw.sm_count));
     if (r.ll_sm_us_per_token && r.kind == "step" && r.phase == "prefill")
       fail_key(at, "ll_sm_us_per_token", fmt::format("{}", *r.ll_sm_us_per_token), "the low-latency (decode) all-to-all's kernels; prefill uses the normal kind");
+    if (r.ll_sm_us_per_token && (!m.moe || r.par.ep <= 1))
+      fail_key(at, "ll_sm_us_per_token", fmt::format("{}", *r.ll_sm_us_per_token), "the expert-parallel all-to-all's kernels: needs a MoE model and ep > 1");
     req.w.par = r.par;
     req.gpus_per_node = r.par.ranks() / r.nodes;
     if (hw.scale_up_domain_gpus > 0 && req.gpus_per_node > hw.scale_up_domain_gpus)

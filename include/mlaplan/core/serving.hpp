@@ -50,11 +50,13 @@ enum class StepComponent {
   dp_gather,              // DP attention: tokens gathered for, and reduced after, an MLP split over every rank
   ep_dispatch,
   ep_combine,
+  ep_kernels,             // under overlap: the low-latency all-to-all kernels' own SM time (send, receive hook)
   overhead,               // scheduler and launch, from the engine profile
 };
 inline constexpr int kStepComponentCount = static_cast<int>(StepComponent::overhead) + 1;
 std::string_view to_string(StepComponent c);
-// DeepSeek's profile categories: attention, gemm, moe, dispatch, combine, other, overhead.
+// DeepSeek's profile categories: attention, gemm, moe, dispatch, combine, other, overhead (and
+// allreduce, comm_kernels).
 std::string_view category_of(StepComponent c);
 
 // How an expert-parallel all-to-all kind uses the links.
