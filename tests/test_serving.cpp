@@ -460,6 +460,41 @@ TEST_CASE("Every bundled MoE model: the hottest rank's expert FLOPs and all-to-a
   }
 }
 
+TEST_CASE("Low-latency overlap: the MTP layer's dispatch, experts and combine run in one chain, as the main layers' do", "[serving]") {
+  // A network slow enough that the chain binds (10 GB/s per GPU between nodes): the MTP module's MoE
+  // layer takes at least its all-to-all plus its routed experts, which the main model's MoE layer
+  // runs on the same tokens in a step without MTP. (Its experts are reported under mtp; the chain
+  // once left them out and took the all-to-all alone.)
+  const ModelSpec m = test::model("deepseek-v3");
+  HardwareSpec hw = load_gpu("h100-sxm");
+  hw.scale_out_bandwidth_per_direction = BytesPerSecond{10e9};
+  const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
+  StepRequest req;
+  apply_step_engine(req, load_step_engine("sglang", m));
+  req.links = links_for(hw, req.overheads);
+  req.w.par = Parallelism{1, 72, 72};
+  req.weights = default_weight_plan(m);
+  req.gpus_per_node = 8;
+  req.two_batch_overlap = true;
+  req.w.groups = {step_group(Phase::decode, 72 * 256, 2050, 0)};
+  auto kind = [](const StepResult& r, const std::string& name) {
+    for (const LayerKindRow& k : r.layer_kinds)
+      if (k.kind == name) return k;
+    FAIL("no " << name << " layer kind");
+    return LayerKindRow{};
+  };
+  const LayerKindRow main = kind(step_time(m, hw, rf, req), "moe");
+  const Seconds experts = main.by_component[static_cast<std::size_t>(StepComponent::routed_experts)];
+  REQUIRE(experts.value > 0);
+  req.mtp_draft = 1;
+  req.mtp_accept = 0.6;
+  req.w.spec_tokens = 1;
+  req.w.groups = {step_group(Phase::decode, 72 * 256, 2050, 1)};
+  const LayerKindRow mtp = kind(step_time(m, hw, rf, req), "mtp");
+  CHECK(mtp.communication.value > mtp.compute.value);  // the chain binds
+  CHECK(mtp.time.value >= (mtp.communication + experts).value * (1 - 1e-9));
+}
+
 TEST_CASE("Two-batch overlap hides the shorter of compute and communication", "[serving]") {
   const ModelSpec m = test::model("deepseek-v3");
   const HardwareSpec hw = load_gpu("h800");

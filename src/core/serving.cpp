@@ -85,6 +85,7 @@ struct Part {
   StepComponent component;
   Op op;
   double count = 1;
+  bool expert = false;  // a routed expert's GEMM reported under another component (the MTP module's)
 };
 
 // A transfer: bytes each rank sends over the scale-up and the scale-out link in one call.
@@ -593,7 +594,10 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
     plan.mtp.ops.push_back({StepComponent::lm_head, gemm(OpId::lm_head, mtp_logits, h, vocab / c.tp, c.dense_wb, c.act_b, Fp8Weights::none), micro});
     plan.mtp_runs = req.phase == Phase::decode ? req.mtp_draft : 1;
     // The MTP module's attention and MLP are reported under mtp.
-    for (Part& p : plan.mtp.ops) p.component = StepComponent::mtp;
+    for (Part& p : plan.mtp.ops) {
+      p.expert = p.component == StepComponent::routed_experts;
+      p.component = StepComponent::mtp;
+    }
   }
 
   // Time every part, then sum by component and by layer kind.
@@ -602,6 +606,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   auto layer_time = [&](const LayerParts& L, double n, const std::string& kind) {
     LayerKindRow k{kind, static_cast<std::int64_t>(n)};
     Seconds compute_bound{0}, comm_bound{0};
+    Seconds relabelled_experts{0};  // the MTP module's expert GEMMs, reported under mtp
     std::array<bool, kStepComponentCount> seen{};
     auto count_layers = [&](StepComponent comp) {
       if (!seen[static_cast<std::size_t>(comp)] && kind != "once") rows[static_cast<int>(comp)].layers += static_cast<std::int64_t>(n);
@@ -620,6 +625,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
       if (std::find(r.ops.begin(), r.ops.end(), p.op.id) == r.ops.end()) r.ops.push_back(p.op.id);
       k.compute += x.time * p.count;
       compute_bound += x.bound * p.count;
+      if (p.expert) relabelled_experts += x.time * p.count;
     }
     for (const Transfer& tr : L.transfers) {
       const Timed x = time_transfer(tr, req.links);
@@ -641,7 +647,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
         // Stage B (dispatch, experts, combine) of one micro-batch beside stage A (the rest) of the
         // other; never below the compute of both micro-batches (one GPU), with the communication
         // kernels' own SM time (send and receive hook), or below their communication.
-        Seconds b{0};
+        Seconds b = relabelled_experts;
         for (StepComponent comp : {StepComponent::ep_dispatch, StepComponent::routed_experts, StepComponent::ep_combine})
           b += k.by_component[static_cast<std::size_t>(comp)];
         const Seconds sm = L.ll_sm;
