@@ -501,6 +501,12 @@ double moe_imbalance_at(const StepOverheads& o, double ep) {
   return y0;
 }
 
+void use_overheads(StepRequest& req, const StepOverheads& o) {
+  req.overheads = o;
+  req.comm_sms = o.comm_sms;
+  req.ll_sm_per_token = o.ll_sm_per_token;
+}
+
 LinkSpec links_for(const HardwareSpec& hw, const StepOverheads& o) {
   LinkSpec l;
   l.scale_up = hw.scale_up_bandwidth_per_direction;
@@ -870,10 +876,8 @@ std::optional<ServingReport> serving_report(const ReportInputs& in, std::string&
   const HardwareSpec& hw = *r.gpu;
   const Roofline rf = report_roofline(hw, in.compute, in.profiles);
   StepRequest& req = r.step_request;
-  if (in.engine) req.overheads = step_overheads(*in.engine);
+  if (in.engine) use_overheads(req, step_overheads(*in.engine));
   else req.overheads.source = "none (the spec names no engine)";
-  req.comm_sms = req.overheads.comm_sms;
-  req.ll_sm_per_token = req.overheads.ll_sm_per_token;
   req.links = links_for(hw, req.overheads);
   req.w.compute = in.compute;
   req.w.kv = in.kvs.front();

@@ -379,12 +379,10 @@ StepEngine load_step_engine(const std::string& arg, const ModelSpec& m, const st
 }
 
 void apply_step_engine(StepRequest& req, const StepEngine& e) {
-  req.overheads = e.overheads;
+  use_overheads(req, e.overheads);
   req.dense_mlp_over_dp = e.dense_mlp_over_dp;
   req.moe_over_dp = e.moe_over_dp;
   req.policy = e.policy;
-  req.comm_sms = e.overheads.comm_sms;
-  req.ll_sm_per_token = e.overheads.ll_sm_per_token;
 }
 
 }  // namespace mlaplan

@@ -216,6 +216,9 @@ StepOverheads step_overheads(const EngineProfile& p);
 // between its points (EP 1, a single rank, is 1), its last value past its last point; without one,
 // moe_imbalance. 1 at EP 1.
 double moe_imbalance_at(const StepOverheads& o, double ep);
+// The request takes an engine's overheads, and the defaults the flags may override from them
+// (comm_sms, ll_sm_per_token).
+void use_overheads(StepRequest& req, const StepOverheads& o);
 // The hardware's links with the overheads' collective efficiency and latency.
 LinkSpec links_for(const HardwareSpec& hw, const StepOverheads& o);
 
