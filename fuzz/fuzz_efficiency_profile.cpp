@@ -23,6 +23,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const EfficiencyProfile p = parse_efficiency_profile(j, "fuzz.json");
     const EfficiencyProfile again = parse_efficiency_profile(nlohmann::json::parse(efficiency_profile_json(p).dump()), "fuzz.json");
     if (again.describe() != p.describe() || again.fitted_on.size() != p.fitted_on.size()) __builtin_trap();
+    for (std::size_t f = 0; f < p.kernels.size(); ++f)
+      if (p.kernels[f] && (!again.kernels[f] || again.kernels[f]->memory_reach != p.kernels[f]->memory_reach || p.kernels[f]->memory_reach < 1))
+        __builtin_trap();
     const Roofline rf = roofline_for(h100, DType::bf16, p);
     const Roofline sol = speed_of_light(rf);
     Workload w;

@@ -105,6 +105,62 @@ TEST_CASE("latent decode without split-KV: one CTA per sequence and head tile wa
   CHECK(sp.memory.value < un.memory.value / 50);
 }
 
+TEST_CASE("memory waves: a CTA streams up to reach times its SM's share of the bandwidth", "[efficiency]") {
+  // 2 CTAs on 132 SMs: each its share, 2/132 of the bandwidth; at reach 4, 2 · 4/132 = 2/33.
+  CHECK(memory_wave_efficiency(2, 132, 1) == Approx(2.0 / 132));
+  CHECK(memory_wave_efficiency(2, 132, 4) == Approx(2.0 / 33));
+  // Reach past the SM count: one CTA draws the whole bandwidth.
+  CHECK(memory_wave_efficiency(1, 132, 500) == 1);
+  // 200 CTAs: a full wave of 132, then 68; at reach 4 the 68 need only 33 SMs' shares, so w_m = 1;
+  // at reach 1 the last wave streams at 68/132, w_m = w = 200 / 264.
+  CHECK(memory_wave_efficiency(200, 132, 4) == 1);
+  CHECK(memory_wave_efficiency(200, 132, 1) == Approx(200.0 / 264));
+  // 140 CTAs at reach 2: the last 8 stream at 16/132: 140 / (132 + 66).
+  CHECK(memory_wave_efficiency(140, 132, 2) == Approx(140.0 / 198));
+  CHECK(memory_wave_efficiency(264, 132, 1) == 1);  // whole waves
+  // Properties over counts and reaches: reach 1 is the compute wave; w_m in [w, 1]; never falls as
+  // the reach grows.
+  for (double sms : {78.0, 108.0, 132.0, 148.0})
+    for (double c = 1; c <= 3 * sms; ++c) {
+      INFO(sms << " SMs, " << c << " CTAs");
+      CHECK(memory_wave_efficiency(c, sms, 1) == Approx(wave_efficiency(c, sms)));
+      double prev = 0;
+      for (double reach : {1.0, 1.5, 2.0, 4.0, 16.0, 256.0}) {
+        const double wm = memory_wave_efficiency(c, sms, reach);
+        CHECK(wm >= wave_efficiency(c, sms) - 1e-12);
+        CHECK(wm <= 1);
+        CHECK(wm >= prev);
+        prev = wm;
+      }
+    }
+  // In calibrated time: a GEMM of 2 tiles reading 1 MB on 132 SMs at 3.35 TB/s and η_m 0.8 streams in
+  // 1e6 / (3.35e12 · 0.8 · 2/33) = 6.156 µs at reach 4 (24.6 µs at reach 1); the unsplit latent launch's
+  // longest CTA reads at min(1, reach/SMs) of the bandwidth.
+  Op gemm = gemm_op(OpId::o_proj, 1, 256, 256, 2, 2);
+  gemm.bytes_read = BytesF{1e6};
+  gemm.bytes_written = BytesF{0};
+  gemm.tiling.split_k = 1;
+  REQUIRE(gemm.tiling.ctas == 2);
+  KernelEfficiency k{.fixed = Seconds{0}, .per_sequence = Seconds{0}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt, .eta_memory = 0.8,
+                     .memory_reach = 4, .rows = 1};
+  const CalibratedTime t4 = calibrated_time(gemm, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false);
+  CHECK(t4.memory_waves == Approx(2.0 / 33));
+  CHECK(t4.memory.value == Approx(1e6 * 33 / (2 * 3.35e12 * 0.8)));
+  CHECK(t4.memory.value == Approx(6.1567e-6).epsilon(1e-4));
+  CHECK(t4.waves == Approx(2.0 / 132));  // compute still waves per SM
+  k.memory_reach = 1;
+  CHECK(calibrated_time(gemm, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false).memory.value == Approx(4 * t4.memory.value));
+  Op un;
+  un.id = OpId::latent_attention_mqa;
+  un.bytes_read = BytesF{1e6};
+  un.tiling.unsplit_ctas = 1;
+  un.tiling.unsplit_bytes = 1e6;
+  un.tiling.unsplit_longest_bytes = 1e6;
+  k.split_kv = false;
+  k.memory_reach = 8;  // 8/108 of 2.039 TB/s at η_m 0.8: 1e6 / (2.039e12 · 8/108 · 0.8) = 8.276 µs
+  CHECK(calibrated_time(un, k, FlopsPerSecond{312e12}, BytesPerSecond{2.039e12}, 108, false).memory.value == Approx(1e6 * 108 / (2.039e12 * 8 * 0.8)));
+}
+
 TEST_CASE("the paths declare their kernels' tiles", "[efficiency]") {
   const ModelSpec m = load_model("deepseek-v3");
   Workload w;
@@ -272,10 +328,16 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j = minimal_profile();
   j["kernels"]["absorbed_decode"]["eta_compute_fp8"] = 0;
   CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.eta_compute_fp8' = 0", 0) == 0);
+  j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["memory_reach"] = 0.5;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.memory_reach' = 0.5: expected a number in [1, 10000]");
+  j["kernels"]["absorbed_decode"]["memory_reach"] = "4";
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.memory_reach' = \"4\": expected a number in [1, 10000]");
   // A profile round-trips through its writer, the optional keys with it.
   j = minimal_profile();
   j["kernels"]["absorbed_decode"]["split_kv"] = false;
   j["kernels"]["absorbed_decode"]["eta_compute_fp8"] = 0.3;
+  j["kernels"]["absorbed_decode"]["memory_reach"] = 6.5;
   const EfficiencyProfile p = parse_efficiency_profile(j, "p.json");
   const EfficiencyProfile q = parse_efficiency_profile(json::parse(efficiency_profile_json(p).dump()), "p.json");
   CHECK(q.describe() == p.describe());
@@ -284,10 +346,12 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   const bool q_split = qk.split_kv;
   CHECK(!q_split);
   CHECK(qk.eta_compute_fp8.value_or(0) == 0.3);
+  CHECK(qk.memory_reach == 6.5);
   const EfficiencyProfile d = parse_efficiency_profile(minimal_profile(), "p.json");
   const KernelEfficiency& dk = *d.kernel(KernelFamily::absorbed_decode);
   const bool d_split = dk.split_kv, d_fp8 = dk.eta_compute_fp8.has_value();
   CHECK(d_split);
+  CHECK(dk.memory_reach == 1);  // absent: one SM's share per CTA
   CHECK(!d_fp8);
 }
 

@@ -15,12 +15,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "against.hpp"
 #include "cpu_backend.hpp"
 #include "fit.hpp"
 #include "harness.hpp"
 #include "helpers.hpp"
 #include "kernels_cpu.hpp"
+#include "mlaplan/core/efficiency.hpp"
+#include "mlaplan/core/paths.hpp"
 #include "mlaplan/io/efficiency_json.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/hardware_json.hpp"
@@ -483,6 +488,38 @@ TEST_CASE("Against: a fold, an elementwise pass and a grouped GEMM, worked by ha
   const auto& e = profile->kernel(KernelFamily::elementwise);
   REQUIRE(e);
   CHECK(std::stod(rows[2][col("predicted_default_s")]) == Approx(e->fixed.value + 201326592.0 / (bw * e->eta_memory)).epsilon(1e-9));
+}
+
+TEST_CASE("Against: the fit recovers the memory reach, efficiencies and fixed cost its rows were made with", "[validate]") {
+  // bf16 GEMMs on an H100 timed by the model itself at a reach of 10 SM shares: skinny shapes of few
+  // tiles (where the reach decides the time), square ones (compute), and between.
+  const HardwareSpec h100 = load_gpu("h100");
+  const KernelEfficiency given{.fixed = Seconds{2e-6}, .per_sequence = Seconds{0}, .eta_compute = 0.8, .eta_compute_fp8 = std::nullopt, .eta_memory = 0.75,
+                               .memory_reach = 10, .rows = 0};
+  std::string table = "kernel,m,n,k,dtype,latency_us\n";
+  for (int m : {1, 16, 128, 1024, 8192})
+    for (int n : {256, 1024, 4096, 16384})
+      for (int k : {512, 1024, 2048, 7168}) {
+        Op op = gemm_op(OpId::q_proj, m, k, n, 2, 2);
+        const double t = calibrated_time(op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false).time().value;
+        table += fmt::format("gemm,{},{},{},bf16,{:.6f}\n", m, n, k, t * 1e6);
+      }
+  Scratch s("against-reach");
+  s.write("t.csv", table);
+  const AgainstRun r = validate_against(s.dir, h100, load_model("deepseek-v3"));
+  std::string fit, errors;
+  for (const auto& [file, text] : r.files) {
+    if (file == "fit.json") fit = text;
+    if (file == "errors.csv") errors = text;
+  }
+  const nlohmann::json g = nlohmann::json::parse(fit)["gemm"];
+  CHECK(g["memory_reach"].get<double>() == Approx(10).epsilon(0.1));
+  CHECK(g["eta_memory"].get<double>() == Approx(0.75).epsilon(0.05));
+  CHECK(g["eta_compute"].get<double>() == Approx(0.8).epsilon(0.05));
+  CHECK(g["t_fixed_s"].get<double>() == Approx(2e-6).epsilon(0.1));
+  const auto e = parse_csv(errors);
+  REQUIRE(e.size() == 2);
+  CHECK(std::stod(e[1][6]) < 0.01);  // held-out median error of the refit
 }
 
 TEST_CASE("Against: GQA decode and prompt attention, worked by hand at speed of light", "[validate]") {

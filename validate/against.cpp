@@ -91,7 +91,8 @@ Table2 read_csv(const fs::path& p) {
 
 KernelEfficiency efficiency_of(const GpuKernelFit& f) {
   return KernelEfficiency{.fixed = Seconds{f.t_fixed_s}, .per_sequence = Seconds{f.t_seq_s}, .eta_compute = f.eta_compute,
-                          .eta_compute_fp8 = f.eta_compute_fp8, .eta_memory = f.eta_memory, .split_kv = f.split_kv, .rows = f.train_rows};
+                          .eta_compute_fp8 = f.eta_compute_fp8, .eta_memory = f.eta_memory, .memory_reach = f.memory_reach, .split_kv = f.split_kv,
+                          .rows = f.train_rows};
 }
 
 // The row's time under a family's parameters: the core's calibrated time (what `cost` predicts).
@@ -118,14 +119,19 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   // double); the grid is finer with one parameter fewer.
   bool batches = false;
   for (const auto& [r, w] : train) batches = batches || r->batch != train.front().first->batch;
-  std::vector<double> t0s = geometric_axis(1e-7, 1e-3, batches ? 30 : 60);  // 0, then 0.14 (0.12) µs .. 1 ms
+  // Five parameters are searched at once (the bandwidth one CTA streams trades against the fixed
+  // cost and η_m at small launches, so fitting it alone after the others stalls): a coarse grid, then
+  // the refinement rounds between each best value's neighbours.
+  std::vector<double> t0s = geometric_axis(1e-7, 1e-3, batches ? 16 : 24);  // 0, then 0.18 (0.15) µs .. 1 ms
   t0s[0] = 0;
   std::vector<double> tseqs{0};
   if (batches) {
-    tseqs = geometric_axis(1e-10, 1e-6, 20);  // 0, then 0.16 ns .. 1 µs per sequence
+    tseqs = geometric_axis(1e-10, 1e-6, 10);  // 0, then 0.25 ns .. 1 µs per sequence
     tseqs[0] = 0;
   }
-  const std::vector<double> etas = geometric_axis(0.05, 1, batches ? 20 : 50);
+  const std::vector<double> etas = geometric_axis(0.05, 1, batches ? 12 : 16);
+  // 1 (each CTA its SM's share) to 256 SMs' shares, ties to the smallest.
+  const std::vector<double> reaches = geometric_axis(1, 256, 8);
   auto loss_of = [&](const GpuKernelFit& f) {
     double loss = 0;
     for (const auto& [r, weight] : train) {
@@ -142,7 +148,7 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
     if (r->split_kv) known += w, split_weight += *r->split_kv ? w : 0;
   const bool rows_decide = kernel == kDecode && known > 0;
   // Where the rows run at both peaks (bf16 and fp8 GEMMs or context kernels), the fp8 efficiency is
-  // its own parameter: the four are fitted with it held, then it alone, twice over.
+  // its own parameter: the five are fitted with it held, then it alone, twice over.
   bool bf16 = false, fp8 = false;
   for (const auto& [r, w] : train) (r->fp8 ? fp8 : bf16) = true;
   const bool both = bf16 && fp8;
@@ -158,9 +164,9 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
     for (int round = 0; round < (both ? 2 : 1); ++round) {
       auto model = [&](const std::vector<double>& p) {
         return GpuKernelFit{.kernel = kernel, .t_fixed_s = p[0], .t_seq_s = p[1], .eta_compute = p[2], .eta_memory = p[3], .eta_compute_fp8 = eta_fp8,
-                            .split_kv = split, .train_rows = static_cast<int>(train.size())};
+                            .memory_reach = p[4], .split_kv = split, .train_rows = static_cast<int>(train.size())};
       };
-      f = model(grid_fit({t0s, tseqs, etas, etas}, [&](const std::vector<double>& p) { return loss_of(model(p)); }, 2));
+      f = model(grid_fit({t0s, tseqs, etas, etas, reaches}, [&](const std::vector<double>& p) { return loss_of(model(p)); }, 2));
       if (!both) break;
       const std::vector<double> e = grid_fit({geometric_axis(0.05, 1, 60)}, [&](const std::vector<double>& p) {
         GpuKernelFit g = f;
@@ -480,11 +486,11 @@ Table fit_table(const std::string& title, const std::vector<std::pair<std::strin
            .columns = {{"fitted_on", "fitted on", Unit::text}, {"kernel", "kernel", Unit::text}, {"t_fixed_s", "fixed cost", Unit::seconds},
             {"t_seq_s", "per sequence", Unit::seconds},
             {"eta_compute", "η compute", Unit::fraction}, {"eta_compute_fp8", "η compute fp8", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
-            {"split_kv", "split-KV", Unit::text},
+            {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"split_kv", "split-KV", Unit::text},
             {"train_rows", "rows", Unit::count}},
            .rows = {}};
   for (const auto& [on, f] : fits)
-    ft.rows.push_back({on, f.kernel, f.t_fixed_s, f.t_seq_s, f.eta_compute, f.eta_compute_fp8 ? Value{*f.eta_compute_fp8} : Value{}, f.eta_memory, std::string(f.kernel != kDecode ? "-" : f.split_kv ? "yes" : "no"),
+    ft.rows.push_back({on, f.kernel, f.t_fixed_s, f.t_seq_s, f.eta_compute, f.eta_compute_fp8 ? Value{*f.eta_compute_fp8} : Value{}, f.eta_memory, f.memory_reach, std::string(f.kernel != kDecode ? "-" : f.split_kv ? "yes" : "no"),
                        std::int64_t{f.train_rows}});
   return ft;
 }
@@ -494,6 +500,7 @@ nlohmann::ordered_json fit_json(const GpuKernelFit& f) {
   nlohmann::ordered_json j{{"t_fixed_s", f.t_fixed_s}, {"t_seq_s", f.t_seq_s}, {"eta_compute", f.eta_compute}};
   if (f.eta_compute_fp8) j["eta_compute_fp8"] = *f.eta_compute_fp8;
   j["eta_memory"] = f.eta_memory;
+  j["memory_reach"] = f.memory_reach;
   if (f.kernel == kDecode) j["split_kv"] = f.split_kv;
   j["rows"] = f.train_rows;
   return j;

@@ -28,6 +28,7 @@ struct GpuKernelFit {
   std::string kernel;
   double t_fixed_s = 0, t_seq_s = 0, eta_compute = 1, eta_memory = 1;
   std::optional<double> eta_compute_fp8;  // fitted apart where the rows run at both peaks
+  double memory_reach = 1;  // the bandwidth one CTA streams, in SM shares (KernelEfficiency)
   bool split_kv = true;  // absorbed_decode: the kernel splits keys over CTAs (else one CTA per sequence and head tile)
   int train_rows = 0;
 };

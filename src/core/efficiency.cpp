@@ -111,6 +111,13 @@ double wave_efficiency(double ctas, double sms) {
   return ctas / (std::ceil(ctas / sms) * sms);
 }
 
+double memory_wave_efficiency(double ctas, double sms, double reach) {
+  if (!(ctas > 0) || !(sms > 0) || !(reach >= 1)) return 1;
+  const double full = std::floor(ctas / sms), last = ctas - full * sms;
+  if (!(last > 0)) return 1;
+  return ctas / (full * sms + std::max(last, sms / reach));
+}
+
 double launched_ctas(const Tiling& t, double sms) {
   if (!(t.ctas > 0) || !(sms > 0)) return t.ctas;
   return t.ctas * std::min(t.split_k, std::max(1.0, std::ceil(sms / t.ctas)));
@@ -120,7 +127,9 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   CalibratedTime t;
   const Tiling& tl = op.tiling;
   const bool unsplit = runs_unsplit(k, tl);
-  t.waves = wave_efficiency(unsplit ? tl.unsplit_ctas : launched_ctas(tl, sms), sms);
+  const double ctas = unsplit ? tl.unsplit_ctas : launched_ctas(tl, sms);
+  t.waves = wave_efficiency(ctas, sms);
+  t.memory_waves = memory_wave_efficiency(ctas, sms, k.memory_reach);
   const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
   const double eta_c = eta_compute_for(k, fp8);
   double compute = flops / (peak.value * eta_c * t.waves);
@@ -128,11 +137,11 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   t.compute = Seconds{compute};
   if (unsplit) {
     // Every head tile's CTA reads its sequence's cache.
-    double memory = tl.unsplit_bytes / (bandwidth.value * k.eta_memory * t.waves);
-    if (sms > 0) memory = std::max(memory, tl.unsplit_longest_bytes / (bandwidth.value / sms * k.eta_memory));
+    double memory = tl.unsplit_bytes / (bandwidth.value * k.eta_memory * t.memory_waves);
+    if (sms > 0) memory = std::max(memory, tl.unsplit_longest_bytes / (bandwidth.value * std::min(1.0, k.memory_reach / sms) * k.eta_memory));
     t.memory = Seconds{memory};
   } else {
-    t.memory = Seconds{op.bytes().value / (bandwidth.value * k.eta_memory * t.waves)};
+    t.memory = Seconds{op.bytes().value / (bandwidth.value * k.eta_memory * t.memory_waves)};
   }
   t.fixed = Seconds{std::max(1.0, tl.launches) * (k.fixed.value + tl.sequences * k.per_sequence.value)};
   return t;

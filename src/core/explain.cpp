@@ -432,6 +432,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const bool fp8_eta = takes_fp8_efficiency(op, rf) && k.eta_compute_fp8;
     const double eta_c = eta_compute_for(k, takes_fp8_efficiency(op, rf));
     const double ctas = unsplit ? tl.unsplit_ctas : launched_ctas(tl, rf.sms), w = wave_efficiency(ctas, rf.sms);
+    const double wm = memory_wave_efficiency(ctas, rf.sms, k.memory_reach);
     const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
     const double bytes = unsplit ? tl.unsplit_bytes : op.bytes().value;
     std::string cta, cta_formula;
@@ -441,18 +442,19 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
       cta_formula = ", F_cta / (peak / SMs · η_c)";
     }
     if (unsplit && rf.sms > 0) {
-      cta += cat(", B_cta / (bandwidth / SMs · η_m) = ", num(tl.unsplit_longest_bytes), " / (", si(rf.bandwidth.value, "B/s"), " / ", num(rf.sms), " · ",
-                 plain(k.eta_memory), ")");
-      cta_formula += ", B_cta / (bandwidth / SMs · η_m)";
+      cta += cat(", B_cta / (min(1, reach / SMs) · bandwidth · η_m) = ", num(tl.unsplit_longest_bytes), " / (min(1, ", plain(k.memory_reach), " / ", num(rf.sms),
+                 ") · ", si(rf.bandwidth.value, "B/s"), " · ", plain(k.eta_memory), ")");
+      cta_formula += ", B_cta / (min(1, reach / SMs) · bandwidth · η_m)";
     }
     return real_step(quantity,
                      cat("launches · (t_fixed + sequences · t_seq) + max(F", tl.padded_flops > 0 ? " (padded tiles)" : "", " / (", at_fp8 ? "peak_fp8" : "peak",
-                         " · η_c · w), B", unsplit ? " (every head tile's cache read, no split-KV)" : "", " / (bandwidth · η_m · w)", cta_formula,
-                         "), w = CTAs / (⌈CTAs / SMs⌉ · SMs); ", to_string(fam), " family", fp8_eta ? ", fp8 η_c" : ""),
+                         " · η_c · w), B", unsplit ? " (every head tile's cache read, no split-KV)" : "", " / (bandwidth · η_m · w_m)", cta_formula,
+                         "), w = CTAs / (⌈CTAs / SMs⌉ · SMs), w_m = CTAs / (⌊CTAs / SMs⌋ · SMs + max(r, SMs / reach)) (1 for whole waves); ", to_string(fam),
+                         " family", fp8_eta ? ", fp8 η_c" : ""),
                      cat(num(std::max(1.0, tl.launches)), " · (", secs(k.fixed.value), " + ", num(tl.sequences), " · ", secs(k.per_sequence.value), ") + max(",
                          num(flops), " / (", si(peak.value, "FLOP/s"), " · ", plain(eta_c), " · ", plain(w), "), ", num(bytes), " / (",
-                         si(rf.bandwidth.value, "B/s"), " · ", plain(k.eta_memory), " · ", plain(w), ")", cta, "); w = ", num(ctas), " / (⌈",
-                         num(ctas), " / ", num(rf.sms), "⌉ · ", num(rf.sms), ")"),
+                         si(rf.bandwidth.value, "B/s"), " · ", plain(k.eta_memory), " · ", plain(wm), ")", cta, "); w = ", num(ctas), " / (⌈",
+                         num(ctas), " / ", num(rf.sms), "⌉ · ", num(rf.sms), "), w_m = ", plain(wm), " (reach ", plain(k.memory_reach), ")"),
                      cat(secs(t.time.value), " = ", secs(t.fixed.value), " + ", secs(std::max(t.compute, t.memory).value),
                          t.compute_bound ? " (compute-bound)" : " (memory-bound)"),
                      t.time.value, "s");

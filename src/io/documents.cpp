@@ -59,13 +59,14 @@ void add_efficiency_table(Document& doc, const Roofline& rf) {
           .columns = {{"family", "kernel family", Unit::text}, {"fixed_s", "fixed per launch", Unit::seconds},
                       {"per_sequence_s", "per sequence", Unit::seconds}, {"eta_compute", "η compute", Unit::fraction},
                       {"eta_compute_fp8", "η compute fp8", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
-                      {"split_kv", "split-KV", Unit::text}, {"rows", "rows fitted", Unit::count}},
+                      {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"split_kv", "split-KV", Unit::text},
+                      {"rows", "rows fitted", Unit::count}},
           .rows = {}};
   for (int i = 0; i < kKernelFamilyCount; ++i)
     if (const auto& k = rf.kernels[static_cast<std::size_t>(i)]) {
       const auto f = static_cast<KernelFamily>(i);
       t.rows.push_back({std::string(to_string(f)), k->fixed.value, k->per_sequence.value, k->eta_compute,
-                        k->eta_compute_fp8 ? Value{*k->eta_compute_fp8} : Value{}, k->eta_memory,
+                        k->eta_compute_fp8 ? Value{*k->eta_compute_fp8} : Value{}, k->eta_memory, k->memory_reach,
                         std::string(!is_latent_attention(f) ? "-" : k->split_kv ? "yes" : "no"), k->rows});
     }
   doc.tables.push_back(std::move(t));

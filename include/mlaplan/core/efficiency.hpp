@@ -2,12 +2,15 @@
 // Calibrated kernel time (issue 10): per kernel family, a fixed latency per launch, a cost per
 // sequence the kernel walks, and efficiencies of compute and memory reached in a full wave:
 //
-//   t = launches·(t_fixed + sequences·t_seq) + max(F / (peak·η_c·w), B / (bandwidth·η_m·w), F_cta / (peak/SMs·η_c))
+//   t = launches·(t_fixed + sequences·t_seq) + max(F / (peak·η_c·w), B / (bandwidth·η_m·w_m), F_cta / (peak/SMs·η_c))
 //
 // w = CTAs / (⌈CTAs / SMs⌉·SMs) is the wave efficiency of the op's launch on the GPU (a last wave
 // that leaves SMs idle; a GEMM with fewer tiles than SMs splits its reduction to fill them), F counts the FLOPs of padded tiles (64-head tiles of the latent decode
 // kernel), and F_cta is the op's longest CTA (a causal prefill's last query tile): no launch ends
-// before it. The parameters are dimensionless fractions and seconds: a profile fitted on one GPU
+// before it. Memory is not bound to an SM the way compute is: one CTA streams up to `reach` times its
+// SM's share of the bandwidth (bandwidth/SMs), so a last wave of r CTAs moves its bytes at
+// min(1, r·reach/SMs) of a full wave's rate, w_m = CTAs / (⌊CTAs/SMs⌋·SMs + max(r, SMs/reach))
+// (1 for whole waves; reach 1 gives w). The parameters are dimensionless fractions and seconds: a profile fitted on one GPU
 // predicts another through that GPU's own peak, bandwidth and SM count (the transfer rule).
 #include <array>
 #include <cstdint>
@@ -55,6 +58,10 @@ struct KernelEfficiency {
   // scales, a bf16 output). Absent: eta_compute.
   std::optional<double> eta_compute_fp8;
   double eta_memory = 1;    // of the memory bandwidth, in a full wave
+  // The bandwidth one CTA streams, in multiples of its SM's share (bandwidth/SMs), ≥ 1: how far a
+  // launch of fewer CTAs than SMs still reaches the full wave's bandwidth (memory_wave_efficiency).
+  // 1: each CTA only its share (the memory term waves like the compute term).
+  double memory_reach = 1;
   // Latent attention only: whether the kernel splits a sequence's keys over thread blocks to fill the
   // SMs (FlashMLA, FlashInfer, TensorRT-LLM on Hopper and Blackwell) or gives each sequence and head
   // tile one block that walks all its keys (TensorRT-LLM 1.0's generation MLA on the A100, whose
@@ -105,6 +112,10 @@ bool runs_unsplit(const KernelEfficiency& k, const Tiling& t);
 
 // The wave efficiency of `ctas` thread blocks on `sms` SMs (1 when either is unknown).
 double wave_efficiency(double ctas, double sms);
+// The memory wave efficiency w_m of `ctas` thread blocks on `sms` SMs when one block streams `reach`
+// times an SM's share of the bandwidth: ctas / (⌊ctas/sms⌋·sms + max(r, sms/reach)), r the last
+// wave's blocks (1 when the waves are whole or either count is unknown; reach 1 gives wave_efficiency).
+double memory_wave_efficiency(double ctas, double sms, double reach);
 // The thread blocks an op's launch runs on `sms` SMs: its tiles, times the split-K slices a GEMM
 // with fewer tiles than SMs splits its reduction into (at most tiling.split_k).
 double launched_ctas(const Tiling& t, double sms);
@@ -112,12 +123,13 @@ double launched_ctas(const Tiling& t, double sms);
 // Time of an op under a family's parameters on a GPU of `peak` FLOP/s (the op's own: fp8 for fp8
 // ops), `bandwidth` and `sms` SMs. A latent attention op under a family with split_kv false runs its
 // unsplit launch: w from its CTAs, the bytes every CTA reads, and no faster than its longest CTA at
-// one SM's share of the bandwidth, B_cta / (bandwidth/SMs·η_m).
+// what one CTA streams, B_cta / (min(1, reach/SMs)·bandwidth·η_m).
 struct CalibratedTime {
   Seconds fixed{0};    // launches·(t_fixed + sequences·t_seq)
   Seconds compute{0};  // F / (peak·η_c·w), or the longest CTA where that is longer
-  Seconds memory{0};   // B / (bandwidth·η_m·w)
+  Seconds memory{0};   // B / (bandwidth·η_m·w_m)
   double waves = 1;    // w
+  double memory_waves = 1;  // w_m
   Seconds time() const { return fixed + (compute > memory ? compute : memory); }
 };
 // `fp8`: the op runs at the fp8 peak (eta_compute_fp8 where the family has it).
