@@ -180,29 +180,33 @@ TEST_CASE("Routed experts take the grouped-GEMM family's calibrated time: H800, 
 }
 
 TEST_CASE("fp8 weights with per-tensor scales: fp8 GEMMs at the family's bf16 efficiency, block-scaled at its fp8 one", "[serving]") {
-  // Llama-3.1-8B prefill on H100 under its calibrated profile: the MLP's GEMMs are compute-bound, so
-  // their times differ by the two efficiencies (the bytes differ only by the scales).
+  // Llama-3.1-8B prefill on H100 under its calibrated profile: the MLP's GEMMs and the attention
+  // projections (QKV, output) are compute-bound, so their times differ by the two efficiencies (the
+  // bytes differ only by the scales).
   const ModelSpec m = test::model("llama-3.1-8b");
   const HardwareSpec hw = load_gpu("h100");
   const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
   const KernelEfficiency gemm = *rf.kernels[static_cast<std::size_t>(KernelFamily::gemm)];
   REQUIRE(gemm.eta_compute_fp8);
-  auto mlp_time = [&](WeightDtype d) {
-    StepRequest req;
-    req.phase = Phase::prefill;
-    req.weights = weight_plan_for(m, d);
-    req.w.groups = {SequenceGroup{8, 4096, 0}};
-    req.gpus_per_node = 1;
-    req.links = links_for(hw, StepOverheads{});
-    const StepResult r = step_time(m, hw, rf, req);
-    const StepRow* mlp = row(r, StepComponent::dense_mlp);
-    REQUIRE(mlp);
-    return mlp->time.value;
-  };
-  const double block = mlp_time(WeightDtype::fp8), tensor = mlp_time(WeightDtype::fp8_tensor), bf16 = mlp_time(WeightDtype::bf16);
-  CHECK(tensor / block == Approx(*gemm.eta_compute_fp8 / gemm.eta_compute).epsilon(0.02));
-  // Per-tensor fp8 at the fp8 peak (twice bf16's on H100) with the same efficiency: half the time.
-  CHECK(tensor / bf16 == Approx(0.5).epsilon(0.02));
+  for (const StepComponent c : {StepComponent::dense_mlp, StepComponent::attention_projections}) {
+    auto time_of = [&](WeightDtype d) {
+      StepRequest req;
+      req.phase = Phase::prefill;
+      req.weights = weight_plan_for(m, d);
+      req.w.groups = {SequenceGroup{8, 4096, 0}};
+      req.gpus_per_node = 1;
+      req.links = links_for(hw, StepOverheads{});
+      const StepResult r = step_time(m, hw, rf, req);
+      const StepRow* part = row(r, c);
+      REQUIRE(part);
+      return part->time.value;
+    };
+    INFO(to_string(c));
+    const double block = time_of(WeightDtype::fp8), tensor = time_of(WeightDtype::fp8_tensor), bf16 = time_of(WeightDtype::bf16);
+    CHECK(tensor / block == Approx(*gemm.eta_compute_fp8 / gemm.eta_compute).epsilon(0.02));
+    // Per-tensor fp8 at the fp8 peak (twice bf16's on H100) with the same efficiency: half the time.
+    CHECK(tensor / bf16 == Approx(0.5).epsilon(0.02));
+  }
 }
 
 TEST_CASE("Worked example: TP all-reduce and EP all-to-all bytes", "[serving]") {
@@ -711,13 +715,15 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: median of the totals within 10%, and 33 of the 39 within 20% (README,
-  // Validation; the six past it are TensorRT-LLM v0.5's Llama-2 rows, slower than the kernels the
-  // H100 profile is fitted on: TensorRT-LLM 1.3's).
+  // The published error: median of the totals within 10%, and 30 of the 39 within 20% (README,
+  // Validation; past it: six TensorRT-LLM v0.5 Llama-2 rows, slower than the kernels the H100 profile
+  // is fitted on (TensorRT-LLM 1.3's); TensorRT-LLM 1.0's Llama-3.1-8B at 128/128, whose per-tensor fp8
+  // GEMMs run at the bf16 efficiency by assumption; DeepSeek's prefill profile on H800, whose GEMMs
+  // run at the DeepGEMM benchmark's rate where the profile's own GEMM bar is slower).
   std::sort(totals.begin(), totals.end());
   CHECK(totals.size() == 39);
   CHECK(totals[totals.size() / 2] <= 0.10);
-  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 33);
+  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 30);
 }
 
 std::string serving_error(const std::string& text) {

@@ -233,10 +233,17 @@ struct Ctx {
 };
 
 // The attention of one layer (per layer: the path's whole-model ops over the model's layers).
-void add_attention(LayerParts& L, const PathResult& path, double layers, double micro) {
+// The projections run at the fp8 peak with fp8 linear weights, as the MLP's GEMMs do (the indexer's
+// own projection keeps the path's choice).
+void add_attention(LayerParts& L, const PathResult& path, double layers, double micro, Fp8Weights fp8) {
   for (const OpRow& r : path.ops) {
-    L.ops.push_back({is_projection(r.op.id) ? StepComponent::attention_projections : StepComponent::attention_core, r.op,
-                     micro * static_cast<double>(r.layers) / layers});
+    Op op = r.op;
+    const bool projection = is_projection(op.id);
+    if (projection && op.id != OpId::indexer_proj && fp8 != Fp8Weights::none) {
+      op.fp8 = true;
+      op.fp8_per_tensor = fp8 == Fp8Weights::tensor;
+    }
+    L.ops.push_back({projection ? StepComponent::attention_projections : StepComponent::attention_core, op, micro * static_cast<double>(r.layers) / layers});
   }
 }
 
@@ -560,7 +567,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   StepPlan plan;
   for (const LayerSpec& l : m.layers) (l.moe && m.moe ? plan.moe_layers : plan.dense_layers) += 1;
   for (LayerParts* L : {&plan.dense, &plan.moe}) {
-    add_attention(*L, path, layers, micro);
+    add_attention(*L, path, layers, micro, c.fp8_weights);
     if (m.is_mla()) add_mla_glue(c, *L, t.new_tokens, micro);
   }
   add_mlp(c, plan.dense, false, t.new_tokens, micro);
@@ -592,7 +599,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
       for (SequenceGroup& g : wd.groups) g.query = 1;
     const CostStudy sd = cost_study(m, wd, rf, req.workspace_budget, policies);
     const BatchTotals td = batch_totals(wd);
-    add_attention(plan.mtp, chosen_path(sd, req.policy), layers, micro);
+    add_attention(plan.mtp, chosen_path(sd, req.policy), layers, micro, c.fp8_weights);
     if (m.is_mla()) add_mla_glue(c, plan.mtp, td.new_tokens, micro);
     plan.mtp.ops.push_back({StepComponent::mtp, gemm(OpId::mtp_eh_proj, td.new_tokens, 2 * h, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     add_mlp(c, plan.mtp, true, td.new_tokens, micro);
