@@ -664,6 +664,17 @@ TEST_CASE("plan answers DeepSeek-R1 on H200, 4K in / 1K out, TPOT <= 50 ms, in u
   test::expect_refusal("plan --sequences 5 --context 1k --tbo", "--tbo: value 'true': --sequences asks the memory-only question; it takes no serving flags");
   // Layout-dependent serving flags apply per layout in a plan.
   CHECK(test::run("plan --tbo --ep-mode normal --max-gpus 8 --format json").code == 0);
+  // A held layout: only its rows, and the document says what was held.
+  const json held = json::parse(test::run("plan --model llama-3.1-70b --gpu h100 --max-gpus 8 --tp 4 --format json").out);
+  CHECK(held["held_layout"] == "TP4");
+  REQUIRE(!held["layouts"].empty());
+  for (const json& row : held["layouts"]) CHECK(row["layout"].get<std::string>().rfind("TP4 ", 0) == 0);
+  test::expect_refusal("plan --tp 3", "--tp: value '3': expected a power of two (the layouts plan tries)");
+  test::expect_refusal("plan --max-gpus 4 --tp 8", "--tp: value '8': must be at most 4");
+  test::expect_refusal("plan --model llama-3.1-8b --ep 2", "--ep: value '2': meta-llama/Llama-3.1-8B has no routed experts to split");
+  test::expect_refusal("plan --max-gpus 8 --tp 4 --dp 4", "--dp: value '4': no layout of at most 8 GPUs has --tp 4 --dp 4 (TP x DP GPUs; EP 1 or every rank)");
+  test::expect_refusal("plan --max-gpus 8 --tp 2 --dp 2 --ep 2", "--ep: value '2': no layout of at most 8 GPUs has --tp 2 --dp 2 --ep 2 (TP x DP GPUs; EP 1 or every rank)");
+  test::expect_refusal("plan --sequences 5 --context 1k --tp 2", "--tp: value '2': --sequences asks the memory-only question; it takes no serving flags");
 }
 
 TEST_CASE("Link and overhead inputs are checked", "[serving][hostile]") {
@@ -830,6 +841,21 @@ TEST_CASE("plan over every bundled model: rows fit, the best meets the target, t
       if (row.pareto) front.push_back(&row);
     std::sort(front.begin(), front.end(), [](const PlanRow* a, const PlanRow* b) { return a->tpot < b->tpot; });
     for (std::size_t i = 1; i < front.size(); ++i) CHECK(front[i]->tokens_per_s_per_gpu > front[i - 1]->tokens_per_s_per_gpu);
+    // Holding a layout's TP, DP and EP keeps exactly the searched rows of that layout, unchanged.
+    for (const PlanRow& row : r.rows) {
+      if (row.batch != 1) continue;
+      PlanRequest h = p;
+      h.tp = row.par.tp, h.dp = row.par.dp, h.ep = row.par.ep;
+      CHECK(holds_layout(h, row.par));
+      const PlanResult held = plan_layouts(m, hw, rf, h);
+      std::size_t n = 0;
+      for (const PlanRow& x : r.rows) n += x.par == row.par ? 1 : 0;
+      REQUIRE(held.rows.size() == n);
+      for (const PlanRow& x : held.rows) {
+        CHECK(x.par == row.par);
+        if (x.batch == row.batch) CHECK(x.tokens_per_s_per_gpu == row.tokens_per_s_per_gpu);
+      }
+    }
   }
 }
 

@@ -1,6 +1,8 @@
 // mlaplan plan: the layouts and batches that fit and meet latency targets, the Pareto front, the best
 // layout and the fewest GPUs for a request rate; or, with --sequences, the fewest GPUs that hold them.
 #include <memory>
+#include <string_view>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -19,6 +21,7 @@ struct PlanFlags {
   std::int64_t isl = 4096, osl = 1024;
   double ttft_ms = 0, tpot_ms = 0;
   std::int64_t max_gpus = 64;
+  std::int64_t tp = 0, dp = 0, ep = 0;  // 0: searched
   double rate = 0;
   std::int64_t sequences = 0, context = 0;
   std::int64_t max_batch = 1024;
@@ -36,7 +39,8 @@ Document plan(const PlanFlags& f, CLI::App* app, Context& ctx) {
   const std::optional<WeightDtype> wd = f.weight_dtype.empty() ? std::nullopt : std::optional<WeightDtype>(resolve_weight_dtype(f.weight_dtype));
   if (app->count("--sequences")) {
     for (const char* flag : {"--ttft-ms", "--tpot-ms", "--rate", "--isl", "--osl", "--engine", "--mtp", "--mtp-accept", "--moe-imbalance", "--tbo",
-                             "--comm-sms", "--ll-sm-us-per-token", "--ep-mode", "--max-batch", "--dtype", "--eta-compute", "--eta-memory", "--sol", "--launch-us"})
+                             "--comm-sms", "--ll-sm-us-per-token", "--ep-mode", "--max-batch", "--dtype", "--eta-compute", "--eta-memory", "--sol", "--launch-us",
+                             "--tp", "--dp", "--ep"})
       if (app->count(flag)) fail_flag(flag, app->get_option(flag)->as<std::string>(), "--sequences asks the memory-only question; it takes no serving flags");
     if (!app->count("--context")) fail_flag("--sequences", std::to_string(f.sequences), "give --context, the tokens each sequence holds");
     CapacityRequest base;
@@ -66,10 +70,25 @@ Document plan(const PlanFlags& f, CLI::App* app, Context& ctx) {
   if (app->count("--rate") && !(f.rate > 0 && f.rate <= 1e9)) fail_flag("--rate", fmt::format("{}", f.rate), "expected requests per second in (0, 1e9]");
   req.rate = f.rate;
   req.max_gpus = max_gpus;
+  // A held TP or DP is a power of two within the budget; a held EP 1, or every rank of a MoE model.
+  for (auto [flag, v, target] : {std::tuple{"--tp", f.tp, &req.tp}, std::tuple{"--dp", f.dp, &req.dp}, std::tuple{"--ep", f.ep, &req.ep}}) {
+    if (!app->count(flag)) continue;
+    *target = positive(flag, v, max_gpus);
+    if (std::string_view(flag) != "--ep" && (v & (v - 1)) != 0) fail_flag(flag, std::to_string(v), "expected a power of two (the layouts plan tries)");
+  }
+  if (req.ep > 1 && !m.moe) fail_flag("--ep", std::to_string(req.ep), m.name + " has no routed experts to split");
   const std::int64_t max_batch = positive("--max-batch", f.max_batch, 1 << 20);
   if ((max_batch & (max_batch - 1)) != 0) fail_flag("--max-batch", std::to_string(max_batch), "expected a power of two (batches 1, 2, 4, ... are tried)");
   for (std::int64_t b = 1; b <= max_batch; b *= 2) req.batches.push_back(b);
   const PlanResult st = plan_layouts(m, r.hw, r.rf, req);
+  if (st.rows.empty() && st.skipped.empty()) {
+    // Every layout the budget allows was left out by the held parts.
+    const std::string held = fmt::format("{}{}{}", req.tp ? fmt::format(" --tp {}", req.tp) : "", req.dp ? fmt::format(" --dp {}", req.dp) : "",
+                                         req.ep ? fmt::format(" --ep {}", req.ep) : "");
+    const char* flag = req.ep ? "--ep" : req.dp ? "--dp" : "--tp";
+    fail_flag(flag, std::to_string(req.ep ? req.ep : req.dp ? req.dp : req.tp),
+              fmt::format("no layout of at most {} GPUs has{} (TP x DP GPUs; EP 1 or every rank)", max_gpus, held));
+  }
   return plan_document(m, r, req, st, req.base.engine_label);
 }
 
@@ -86,6 +105,9 @@ void register_plan_command(CLI::App& app, Context& ctx) {
   c->add_option("--ttft-ms", f->ttft_ms, "time-to-first-token target in ms (default: none)");
   c->add_option("--tpot-ms", f->tpot_ms, "time-per-output-token target in ms (default: none)");
   c->add_option("--max-gpus", f->max_gpus, "GPU budget: layouts of 1, 2, 4, ... up to it")->capture_default_str();
+  c->add_option("--tp", f->tp, "hold the tensor-parallel size (default: searched)");
+  c->add_option("--dp", f->dp, "hold the data-parallel attention replicas (default: searched)");
+  c->add_option("--ep", f->ep, "hold the expert-parallel size: 1 or every rank (default: searched)");
   c->add_option("--max-batch", f->max_batch, "largest batch per DP replica tried (powers of two up to it)")->capture_default_str();
   c->add_option("--rate", f->rate, "requests per second to serve: the fewest GPUs that do");
   c->add_option("--sequences", f->sequences, "memory only: the fewest GPUs that hold this many sequences of --context tokens");

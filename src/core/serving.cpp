@@ -779,12 +779,17 @@ std::vector<Parallelism> layouts_of(const ModelSpec& m, std::int64_t g) {
 
 }  // namespace
 
+bool holds_layout(const PlanRequest& req, const Parallelism& par) {
+  return (req.tp == 0 || par.tp == req.tp) && (req.dp == 0 || par.dp == req.dp) && (req.ep == 0 || par.ep == req.ep);
+}
+
 PlanResult plan_layouts(const ModelSpec& m, const HardwareSpec& hw, const Roofline& rf, const PlanRequest& req) {
   PlanResult out;
   const double isl = static_cast<double>(req.isl), osl = static_cast<double>(req.osl);
   const double q = 1 + static_cast<double>(req.base.mtp_draft);
   for (std::int64_t g : powers_of_two(req.max_gpus)) {
     for (const Parallelism& par : layouts_of(m, g)) {
+      if (!holds_layout(req, par)) continue;
       const LayoutVerdict lv = check_layout(m, par);
       if (!lv.ok()) {
         out.skipped.push_back({to_string(par), lv.verdict});

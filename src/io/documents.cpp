@@ -735,6 +735,18 @@ std::vector<const PlanRow*> pareto_rows(const PlanResult& st) {
   return front;
 }
 
+namespace {
+
+// The parts of the layout a plan holds, as "TP4 EP1" (none: "-", every part searched).
+std::string held_layout(const PlanRequest& req) {
+  std::string out;
+  for (auto [name, v] : {std::pair{"TP", req.tp}, std::pair{"DP", req.dp}, std::pair{"EP", req.ep}})
+    if (v > 0) out += fmt::format("{}{}{}", out.empty() ? "" : " ", name, v);
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
 Document plan_document(const ModelSpec& m, const RooflineUsed& r, const PlanRequest& req, const PlanResult& st, const std::string& engine) {
   Document doc;
   doc.title = fmt::format("Serving plan for {} on {}: {} in / {} out", m.name, r.hw.name, req.isl, req.osl);
@@ -748,6 +760,7 @@ Document plan_document(const ModelSpec& m, const RooflineUsed& r, const PlanRequ
       {"ttft_limit_s", "TTFT target", opt(req.ttft_limit), Unit::seconds},
       {"tpot_limit_s", "TPOT target", opt(req.tpot_limit), Unit::seconds},
       {"max_gpus", "GPU budget", req.max_gpus, Unit::count},
+      {"held_layout", "layout held (the rest searched)", held_layout(req), Unit::text},
       {"rate_requests_per_s", "request rate", req.rate > 0 ? Value{req.rate} : Value{}, Unit::decimal},
       {"mtp_draft_tokens", "MTP draft tokens", req.base.mtp_draft, Unit::count},
       {"candidates", "layouts x batches that fit", static_cast<std::int64_t>(st.rows.size()), Unit::count},

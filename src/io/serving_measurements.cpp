@@ -84,7 +84,7 @@ std::vector<ServingMeasurement> parse_serving_csv(const std::string& text, const
       if (r.isl <= 0 || r.osl <= 0) fail_key(c.where, r.isl <= 0 ? "isl" : "osl", "(empty)", "a plan needs isl and osl");
       if (!c.text("context").empty() || !c.text("phase").empty()) fail_key(c.where, "context", c.text("context"), "context and phase belong to step rows");
       for (const char* k : {"ep", "nodes"})
-        if (!c.text(k).empty() && c.text(k) != "1") fail_key(c.where, k, c.text(k), "a plan row searches the layouts of up to tp x dp GPUs; leave it empty");
+        if (!c.text(k).empty() && c.text(k) != "1") fail_key(c.where, k, c.text(k), "a plan row holds tp and dp and searches EP (1 or every rank); leave it empty");
     }
     out.push_back(std::move(r));
   }
@@ -111,7 +111,7 @@ std::string command_of(const ServingMeasurement& r) {
   if (r.kind == "step")
     cmd += fmt::format(" --phase {} --tp {} --dp {} --ep {} --nodes {} --batch {} --context {}", r.phase, r.par.tp, r.par.dp, r.par.ep, r.nodes, r.batch, r.context);
   else
-    cmd += fmt::format(" --isl {} --osl {} --max-gpus {} --max-batch {}", r.isl, r.osl, r.par.ranks(), r.batch);
+    cmd += fmt::format(" --isl {} --osl {} --max-gpus {} --tp {} --dp {} --max-batch {}", r.isl, r.osl, r.par.ranks(), r.par.tp, r.par.dp, r.batch);
   if (r.mtp > 0) cmd += fmt::format(" --mtp {} --mtp-accept {}", r.mtp, r.mtp_accept);
   if (r.tbo) cmd += " --tbo";
   if (r.comm_sms) cmd += fmt::format(" --comm-sms {}", *r.comm_sms);
@@ -186,6 +186,7 @@ std::vector<ServingCheck> check_serving(const std::vector<ServingMeasurement>& r
       p.isl = r.isl;
       p.osl = r.osl;
       p.max_gpus = r.par.ranks();
+      p.tp = r.par.tp, p.dp = r.par.dp;  // the measured layout (EP searched: 1 or every rank); its batch searched
       for (std::int64_t b = 1; b <= r.batch; b *= 2) p.batches.push_back(b);
       const PlanResult pr = plan_layouts(m, hw, rf, p);
       if (!pr.best) fail(at, "no layout within the GPUs fits");

@@ -235,6 +235,8 @@ struct PlanRequest {
   std::int64_t isl = 4096, osl = 1024;  // input and output tokens per request
   Seconds ttft_limit{0}, tpot_limit{0};  // 0: no target
   std::int64_t max_gpus = 64;            // the GPU budget (powers of two up to it are tried)
+  // Held parts of the layout (0: searched): only layouts with this TP, DP or EP are tried.
+  std::int64_t tp = 0, dp = 0, ep = 0;
   double rate = 0;                       // requests per second to serve (0: not asked)
   std::vector<std::int64_t> batches;     // sequences per DP replica to try
 };
@@ -263,6 +265,8 @@ struct PlanResult {
   std::optional<std::size_t> fewest_for_rate;  // fewest GPUs that serve the rate among those rows
 };
 
+// Whether a layout keeps the request's held TP, DP and EP.
+bool holds_layout(const PlanRequest& req, const Parallelism& par);
 PlanResult plan_layouts(const ModelSpec& m, const HardwareSpec& hw, const Roofline& rf, const PlanRequest& req);
 
 // The fewest GPUs (powers of two up to max_gpus; the smallest layout of that count that holds them)
