@@ -23,9 +23,7 @@ read with `git show`). Writes, per GPU, the tables below in the format `mlaplan-
 H20 and H200 are never transcribed: they are held out.
 """
 import csv
-import io
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -43,20 +41,7 @@ GPUS = {
 
 
 def rows_of(git_dir, commit, path):
-    blob = subprocess.run(['git', '--git-dir', git_dir, 'show', f'{commit}:{path}'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    if blob.returncode != 0:
-        return None
-    tmp = '/tmp/aic-tables.parquet'
-    with open(tmp, 'wb') as f:
-        f.write(blob.stdout)
-    out = io.StringIO()
-    stdout, sys.stdout = sys.stdout, out
-    sys.argv = ['parquet2csv', tmp]
-    try:
-        parquet2csv.main()
-    finally:
-        sys.stdout = stdout
-    return list(csv.DictReader(io.StringIO(out.getvalue())))
+    return parquet2csv.rows_at(git_dir, commit, path)
 
 
 def write(path, header, rows):

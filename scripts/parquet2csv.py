@@ -216,6 +216,29 @@ def read_column(buf, meta, optional):
     return values
 
 
+def rows_at(git_dir, commit, path):
+    """The rows (dicts of text, as main() writes them) of the parquet file at `path` in `commit` of a
+    git repository (a bare mirror works), or None where the commit has no such file."""
+    import io
+    import os
+    import tempfile
+    blob = subprocess.run(['git', '--git-dir', git_dir, 'show', f'{commit}:{path}'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    if blob.returncode != 0:
+        return None
+    fd, tmp = tempfile.mkstemp(suffix='.parquet')
+    with os.fdopen(fd, 'wb') as f:
+        f.write(blob.stdout)
+    out = io.StringIO()
+    stdout, argv = sys.stdout, sys.argv
+    sys.stdout, sys.argv = out, ['parquet2csv', tmp]
+    try:
+        main()
+    finally:
+        sys.stdout, sys.argv = stdout, argv
+        os.unlink(tmp)
+    return list(csv.DictReader(io.StringIO(out.getvalue())))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit('usage: parquet2csv.py FILE.parquet')

@@ -46,7 +46,7 @@ TEST_CASE("calibrated time: fixed costs plus the slower of compute and memory in
   op.bytes_read = BytesF{1e9};
   op.tiling.ctas = 200;
   op.tiling.sequences = 32;
-  KernelEfficiency k{.fixed = Seconds{10e-6}, .per_sequence = Seconds{50e-9}, .eta_compute = 0.5, .eta_compute_fp8 = std::nullopt, .eta_memory = 0.8, .rows = 1};
+  KernelEfficiency k{.fixed = Seconds{10e-6}, .per_sequence = Seconds{50e-9}, .eta_compute = 0.5, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt, .eta_memory = 0.8, .rows = 1};
   // w = 200 / (⌈200 / 132⌉ · 132) = 200 / 264.
   CHECK(wave_efficiency(200, 132) == Approx(200.0 / 264));
   const CalibratedTime t = calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false);
@@ -70,6 +70,18 @@ TEST_CASE("calibrated time: fixed costs plus the slower of compute and memory in
   k.eta_compute_fp8 = 0.25;
   CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true).compute.value == Approx(2.64e-3));
   CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false).compute.value == Approx(2.64e-3));
+  // A per-tensor fp8 GEMM: the block-scaled fraction where the family has no per-tensor one, its own
+  // where it does (1e12 · 264 / (2000e12 · 0.4 · 200) = 1.65 ms); bf16 and block-scaled ops keep theirs.
+  op.fp8_per_tensor = true;
+  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true).compute.value == Approx(2.64e-3));
+  k.eta_compute_fp8_tensor = 0.4;
+  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true).compute.value == Approx(1.65e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false).compute.value == Approx(2.64e-3));
+  op.fp8_per_tensor = false;
+  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true).compute.value == Approx(2.64e-3));
+  CHECK(eta_compute_for(k, true, true) == 0.4);
+  CHECK(eta_compute_for(k, true, false) == 0.25);
+  CHECK(eta_compute_for(k, false, true) == 0.5);
 }
 
 TEST_CASE("latent decode without split-KV: one CTA per sequence and head tile walks every key", "[efficiency]") {
@@ -88,7 +100,7 @@ TEST_CASE("latent decode without split-KV: one CTA per sequence and head tile wa
   CHECK(tl.unsplit_ctas == 2);
   CHECK(tl.unsplit_longest_bytes == Approx(cta_bytes));
   CHECK(tl.unsplit_bytes == Approx(2 * cta_bytes));
-  KernelEfficiency k{.fixed = Seconds{0}, .per_sequence = Seconds{0}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt, .eta_memory = 0.5, .rows = 1};
+  KernelEfficiency k{.fixed = Seconds{0}, .per_sequence = Seconds{0}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt, .eta_memory = 0.5, .rows = 1};
   const BytesPerSecond bw{2.039e12};
   // Unsplit: w = 2 / 108, so B_total / (bw · η · w) = 2 · cta_bytes · 54 / (bw · 0.5), the same as the
   // longest CTA at one SM's share: cta_bytes · 108 / (bw · 0.5) = 1.01 ms.
@@ -141,7 +153,7 @@ TEST_CASE("memory waves: a CTA streams up to reach times its SM's share of the b
   gemm.bytes_written = BytesF{0};
   gemm.tiling.split_k = 1;
   REQUIRE(gemm.tiling.ctas == 2);
-  KernelEfficiency k{.fixed = Seconds{0}, .per_sequence = Seconds{0}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt, .eta_memory = 0.8,
+  KernelEfficiency k{.fixed = Seconds{0}, .per_sequence = Seconds{0}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt, .eta_memory = 0.8,
                      .memory_reach = 4, .rows = 1};
   const CalibratedTime t4 = calibrated_time(gemm, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false);
   CHECK(t4.memory_waves == Approx(2.0 / 33));
@@ -329,6 +341,13 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j["kernels"]["absorbed_decode"]["eta_compute_fp8"] = 0;
   CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.eta_compute_fp8' = 0", 0) == 0);
   j = minimal_profile();
+  j["kernels"]["gemm"] = j["kernels"]["absorbed_decode"];
+  j["kernels"]["gemm"].erase("split_kv");
+  j["kernels"]["gemm"]["eta_compute_fp8_tensor"] = -0.1;
+  CHECK(refusal(j).rfind("p.json: key 'kernels.gemm.eta_compute_fp8_tensor' = -0.1", 0) == 0);
+  j["kernels"]["gemm"]["eta_compute_fp8_tensor"] = "0.5";
+  CHECK(refusal(j).rfind("p.json: key 'kernels.gemm.eta_compute_fp8_tensor' = \"0.5\"", 0) == 0);
+  j = minimal_profile();
   j["kernels"]["absorbed_decode"]["memory_reach"] = 0.5;
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.memory_reach' = 0.5: expected a number in [1, 10000]");
   j["kernels"]["absorbed_decode"]["memory_reach"] = "4";
@@ -338,6 +357,7 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j["kernels"]["absorbed_decode"]["split_kv"] = false;
   j["kernels"]["absorbed_decode"]["eta_compute_fp8"] = 0.3;
   j["kernels"]["absorbed_decode"]["memory_reach"] = 6.5;
+  j["kernels"]["absorbed_decode"]["eta_compute_fp8_tensor"] = 0.55;
   const EfficiencyProfile p = parse_efficiency_profile(j, "p.json");
   const EfficiencyProfile q = parse_efficiency_profile(json::parse(efficiency_profile_json(p).dump()), "p.json");
   CHECK(q.describe() == p.describe());
@@ -347,12 +367,14 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   CHECK(!q_split);
   CHECK(qk.eta_compute_fp8.value_or(0) == 0.3);
   CHECK(qk.memory_reach == 6.5);
+  CHECK(qk.eta_compute_fp8_tensor.value_or(0) == 0.55);
   const EfficiencyProfile d = parse_efficiency_profile(minimal_profile(), "p.json");
   const KernelEfficiency& dk = *d.kernel(KernelFamily::absorbed_decode);
-  const bool d_split = dk.split_kv, d_fp8 = dk.eta_compute_fp8.has_value();
+  const bool d_split = dk.split_kv, d_fp8 = dk.eta_compute_fp8.has_value(), d_tensor = dk.eta_compute_fp8_tensor.has_value();
   CHECK(d_split);
   CHECK(dk.memory_reach == 1);  // absent: one SM's share per CTA
   CHECK(!d_fp8);
+  CHECK(!d_tensor);
 }
 
 TEST_CASE("the shipped profiles: A100's decode kernel does not split keys and Hopper's does", "[efficiency]") {
@@ -379,6 +401,14 @@ TEST_CASE("the shipped profiles: A100's decode kernel does not split keys and Ho
   const KernelEfficiency g = *profile("h100-sxm").kernel(KernelFamily::gemm);
   REQUIRE(g.eta_compute_fp8);
   CHECK(*g.eta_compute_fp8 < g.eta_compute);
+  // Its per-tensor fp8 GEMMs (their dynamic quantisation timed apart) reach more of the fp8 peak than
+  // the block-scaled ones, which rescale every 128 of the reduction; so do B200's.
+  for (const char* n : {"h100-sxm", "b200"}) {
+    INFO(n);
+    const KernelEfficiency e = *profile(n).kernel(KernelFamily::gemm);
+    REQUIRE(e.eta_compute_fp8_tensor);
+    CHECK(*e.eta_compute_fp8_tensor > e.eta_compute_fp8.value_or(1));
+  }
 }
 
 TEST_CASE("cost uses the calibrated profile by default and says which, --sol gives the bound", "[efficiency][cli]") {

@@ -392,7 +392,19 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
   s.write("t.csv", "kernel,m,n,k,dtype,latency_us\r\ngemm,64,128,7168,bf16,3\r\ngemm,128,128,7168,bf16,4\r\n");
   CHECK(against_error(s.dir) == "(accepted)");
   s.write("t.csv", "kernel,m,n,k,dtype,latency_us\ngemm,64,128,7168,int4,3\n");
-  CHECK(against_error(s.dir) == f + ": key 'dtype' = int4: row 1: expected bf16 or fp8");
+  CHECK(against_error(s.dir) == f + ": key 'dtype' = int4: row 1: expected bf16, fp8 or fp8_tensor");
+  // The time a GEMM row includes beyond the kernel: positive, below the latency, GEMM rows only.
+  s.write("t.csv", "kernel,m,n,k,dtype,latency_us,other_us\ngemm,64,128,7168,fp8_tensor,3,3\n");
+  CHECK(against_error(s.dir) == f + ": key 'other_us' = 3: row 1: must be below latency_us, the time that includes it");
+  s.write("t.csv", "kernel,m,n,k,dtype,latency_us,other_us\ngemm,64,128,7168,fp8_tensor,3,-1\n");
+  CHECK(against_error(s.dir) == f + ": key 'other_us' = -1: row 1: expected a positive number");
+  s.write("t.csv", "kernel,op,batch,heads,dtype,latency_us,other_us\nbmm,out_absorb_w_uv,4,128,bf16,6,1\n");
+  CHECK(against_error(s.dir) == f + ": key 'other_us' = 1: row 1: only gemm rows carry it");
+  s.write("t.csv", "kernel,m,n,k,dtype,latency_us,other_us\ngemm,64,128,7168,fp8_tensor,3,1\ngemm,128,128,7168,bf16,4,\n");
+  CHECK(against_error(s.dir) == "(accepted)");
+  // Per-tensor fp8 is a GEMM's kernel only.
+  s.write("t.csv", "kernel,op,batch,heads,dtype,latency_us\nbmm,out_absorb_w_uv,4,128,fp8_tensor,6\n");
+  CHECK(against_error(s.dir) == f + ": key 'dtype' = fp8_tensor: row 1: expected bf16 or fp8");
   s.write("t.csv", "kernel,m,n,k,latency_us\ngemm,64.5,128,7168,3\n");
   CHECK(against_error(s.dir) == f + ": key 'm' = 64.5: row 1: expected a whole number");
   s.write("t.csv", "kernel,m,n,latency_us\ngemm,64,128,3\n");
@@ -490,11 +502,25 @@ TEST_CASE("Against: a fold, an elementwise pass and a grouped GEMM, worked by ha
   CHECK(std::stod(rows[2][col("predicted_default_s")]) == Approx(e->fixed.value + 201326592.0 / (bw * e->eta_memory)).epsilon(1e-9));
 }
 
+// A refit of the GEMM rows a scratch folder holds: the fitted parameters (fit.json's gemm) and the
+// error table (errors.csv).
+struct GemmRefit {
+  nlohmann::json gemm;
+  std::string errors;
+  GemmRefit(const Scratch& s, const HardwareSpec& gpu) {
+    const AgainstRun r = validate_against(s.dir, gpu, load_model("deepseek-v3"));
+    for (const auto& [file, text] : r.files) {
+      if (file == "fit.json") gemm = nlohmann::json::parse(text)["gemm"];
+      if (file == "errors.csv") errors = text;
+    }
+  }
+};
+
 TEST_CASE("Against: the fit recovers the memory reach, efficiencies and fixed cost its rows were made with", "[validate]") {
   // bf16 GEMMs on an H100 timed by the model itself at a reach of 10 SM shares: skinny shapes of few
   // tiles (where the reach decides the time), square ones (compute), and between.
   const HardwareSpec h100 = load_gpu("h100");
-  const KernelEfficiency given{.fixed = Seconds{2e-6}, .per_sequence = Seconds{0}, .eta_compute = 0.8, .eta_compute_fp8 = std::nullopt, .eta_memory = 0.75,
+  const KernelEfficiency given{.fixed = Seconds{2e-6}, .per_sequence = Seconds{0}, .eta_compute = 0.8, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt, .eta_memory = 0.75,
                                .memory_reach = 10, .rows = 0};
   std::string table = "kernel,m,n,k,dtype,latency_us\n";
   for (int m : {1, 16, 128, 1024, 8192})
@@ -506,20 +532,50 @@ TEST_CASE("Against: the fit recovers the memory reach, efficiencies and fixed co
       }
   Scratch s("against-reach");
   s.write("t.csv", table);
-  const AgainstRun r = validate_against(s.dir, h100, load_model("deepseek-v3"));
-  std::string fit, errors;
-  for (const auto& [file, text] : r.files) {
-    if (file == "fit.json") fit = text;
-    if (file == "errors.csv") errors = text;
-  }
-  const nlohmann::json g = nlohmann::json::parse(fit)["gemm"];
+  const GemmRefit refit(s, h100);
+  const nlohmann::json& g = refit.gemm;
   CHECK(g["memory_reach"].get<double>() == Approx(10).epsilon(0.1));
   CHECK(g["eta_memory"].get<double>() == Approx(0.75).epsilon(0.05));
   CHECK(g["eta_compute"].get<double>() == Approx(0.8).epsilon(0.05));
   CHECK(g["t_fixed_s"].get<double>() == Approx(2e-6).epsilon(0.1));
-  const auto e = parse_csv(errors);
+  const auto e = parse_csv(refit.errors);
   REQUIRE(e.size() == 2);
   CHECK(std::stod(e[1][6]) < 0.01);  // held-out median error of the refit
+}
+
+TEST_CASE("Against: bf16, block-scaled and per-tensor fp8 GEMMs get their own efficiencies, other_us added", "[validate]") {
+  // GEMMs on an H100 timed by the model itself at eta_c 0.8 (bf16), 0.4 (block-scaled fp8) and 0.7
+  // (per-tensor fp8, each row with a further 5 µs in other_us, as a dynamic quantisation the table
+  // times with the GEMM): the fit finds each efficiency, and the per-tensor rows' held-out error stays
+  // small only with the other_us added.
+  const HardwareSpec h100 = load_gpu("h100");
+  const KernelEfficiency given{.fixed = Seconds{2e-6}, .per_sequence = Seconds{0}, .eta_compute = 0.8, .eta_compute_fp8 = 0.4, .eta_compute_fp8_tensor = 0.7,
+                               .eta_memory = 0.75, .memory_reach = 4, .rows = 0};
+  std::string table = "kernel,m,n,k,dtype,latency_us,other_us\n";
+  for (const char* dtype : {"bf16", "fp8", "fp8_tensor"})
+    for (int m : {16, 1024, 8192})
+      for (int n : {1024, 4096, 16384})
+        for (int k : {1024, 7168}) {
+          const bool fp8 = std::string(dtype) != "bf16", tensor = std::string(dtype) == "fp8_tensor";
+          Op op = gemm_op(OpId::q_proj, m, k, n, fp8 ? 1 : 2, fp8 ? 1 : 2);
+          op.bytes_written = BytesF{static_cast<double>(m) * n * 2};
+          op.fp8 = fp8;
+          op.fp8_per_tensor = tensor;
+          const double t = calibrated_time(op, given, *h100.peak_flops(fp8 ? DType::fp8 : DType::bf16), h100.memory_bandwidth,
+                                           static_cast<double>(h100.sm_count), fp8).time().value;
+          const double other = tensor ? 5e-6 : 0;
+          table += fmt::format("gemm,{},{},{},{},{:.6f},{}\n", m, n, k, dtype, (t + other) * 1e6, tensor ? "5" : "");
+        }
+  Scratch s("against-fp8-kinds");
+  s.write("t.csv", table);
+  const GemmRefit refit(s, h100);
+  const nlohmann::json& g = refit.gemm;
+  CHECK(g["eta_compute"].get<double>() == Approx(0.8).epsilon(0.05));
+  CHECK(g["eta_compute_fp8"].get<double>() == Approx(0.4).epsilon(0.05));
+  CHECK(g["eta_compute_fp8_tensor"].get<double>() == Approx(0.7).epsilon(0.05));
+  const auto e = parse_csv(refit.errors);
+  REQUIRE(e.size() == 2);
+  CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit
 }
 
 TEST_CASE("Against: GQA decode and prompt attention, worked by hand at speed of light", "[validate]") {

@@ -61,6 +61,9 @@ struct Row {
   std::string kv_dtype = "bf16";
   std::string variant;  // bmm: the fold it timed (q_absorb_w_uk or out_absorb_w_uv); a lookup matches it
   double measured_s = 0;
+  // GEMM rows: time the measured latency includes beyond the kernel, timed apart (other_us: e.g. the
+  // dynamic activation quantisation a per-tensor fp8 Linear runs first); added to every prediction.
+  double other_s = 0;
   Op op;          // the attention op the row timed, with its tiling
   double peak = 0;  // the FLOP/s its kernel runs at
   bool fp8 = false;  // ... the fp8 peak
@@ -89,18 +92,12 @@ Table2 read_csv(const fs::path& p) {
   return t;
 }
 
-KernelEfficiency efficiency_of(const GpuKernelFit& f) {
-  return KernelEfficiency{.fixed = Seconds{f.t_fixed_s}, .per_sequence = Seconds{f.t_seq_s}, .eta_compute = f.eta_compute,
-                          .eta_compute_fp8 = f.eta_compute_fp8, .eta_memory = f.eta_memory, .memory_reach = f.memory_reach, .split_kv = f.split_kv,
-                          .rows = f.train_rows};
-}
-
 // The row's time under a family's parameters: the core's calibrated time (what `cost` predicts).
 double row_time(const Row& r, const KernelEfficiency& k) {
   const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
-  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8).time().value;
+  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8).time().value + r.other_s;
 }
-double model_time(const Row& r, const GpuKernelFit& f) { return row_time(r, efficiency_of(f)); }
+double model_time(const Row& r, const GpuKernelFit& f) { return row_time(r, f.eff); }
 
 // Fits one kernel family on `train`. Each GPU's rows weigh as much in all as another's (a table of
 // 41 rows counts as much as one of 2,896), and a GPU's rows are thinned to every k-th past 250 so
@@ -136,7 +133,7 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
     double loss = 0;
     for (const auto& [r, weight] : train) {
       GpuKernelFit own = f;
-      if (r->split_kv) own.split_kv = *r->split_kv;
+      if (r->split_kv) own.eff.split_kv = *r->split_kv;
       loss += weight * log_error_sq(Seconds{model_time(*r, own)}, Seconds{r->measured_s});
     }
     return loss;
@@ -147,11 +144,14 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   for (const auto& [r, w] : train)
     if (r->split_kv) known += w, split_weight += *r->split_kv ? w : 0;
   const bool rows_decide = kernel == kDecode && known > 0;
-  // Where the rows run at both peaks (bf16 and fp8 GEMMs or context kernels), the fp8 efficiency is
-  // its own parameter: the five are fitted with it held, then it alone, twice over.
-  bool bf16 = false, fp8 = false;
-  for (const auto& [r, w] : train) (r->fp8 ? fp8 : bf16) = true;
-  const bool both = bf16 && fp8;
+  // Where the rows run at more than one peak or scaling (bf16, fp8 and per-tensor fp8 GEMMs, bf16 and
+  // fp8 context kernels), an fp8 efficiency is its own parameter: the five are fitted with it held,
+  // then it alone, twice over. The block-scaled one needs bf16 rows beside it (without them it is
+  // eta_compute itself, as on DeepGEMM's fp8-only H800 tables); the per-tensor one bf16 or
+  // block-scaled rows.
+  bool bf16 = false, fp8 = false, tensor = false;
+  for (const auto& [r, w] : train) (!r->fp8 ? bf16 : r->op.fp8_per_tensor ? tensor : fp8) = true;
+  const bool own_fp8 = fp8 && bf16, own_tensor = tensor && (bf16 || fp8), both = own_fp8 || own_tensor;
   // Latent decode kernels either split a sequence's keys over CTAs or not: both are fitted and the
   // one that explains the rows better is kept.
   std::optional<GpuKernelFit> best;
@@ -159,21 +159,30 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   const std::vector<bool> modes = rows_decide ? std::vector<bool>{split_weight >= known / 2} : kernel == kDecode ? std::vector<bool>{true, false}
                                                                                                           : std::vector<bool>{true};
   for (const bool split : modes) {
-    std::optional<double> eta_fp8;
+    std::optional<double> eta_fp8, eta_tensor;
     GpuKernelFit f;
     for (int round = 0; round < (both ? 2 : 1); ++round) {
       auto model = [&](const std::vector<double>& p) {
-        return GpuKernelFit{.kernel = kernel, .t_fixed_s = p[0], .t_seq_s = p[1], .eta_compute = p[2], .eta_memory = p[3], .eta_compute_fp8 = eta_fp8,
-                            .memory_reach = p[4], .split_kv = split, .train_rows = static_cast<int>(train.size())};
+        return GpuKernelFit{.kernel = kernel,
+                            .eff = KernelEfficiency{.fixed = Seconds{p[0]}, .per_sequence = Seconds{p[1]}, .eta_compute = p[2], .eta_compute_fp8 = eta_fp8,
+                                                    .eta_compute_fp8_tensor = eta_tensor, .eta_memory = p[3], .memory_reach = p[4], .split_kv = split,
+                                                    .rows = static_cast<std::int64_t>(train.size())}};
       };
       f = model(grid_fit({t0s, tseqs, etas, etas, reaches}, [&](const std::vector<double>& p) { return loss_of(model(p)); }, 2));
       if (!both) break;
-      const std::vector<double> e = grid_fit({geometric_axis(0.05, 1, 60)}, [&](const std::vector<double>& p) {
-        GpuKernelFit g = f;
-        g.eta_compute_fp8 = p[0];
-        return loss_of(g);
-      }, 2);
-      eta_fp8 = f.eta_compute_fp8 = e[0];
+      // One fp8 efficiency alone, the others held (in the first round the per-tensor rows still take
+      // the block-scaled one, so both move them until the per-tensor one is fitted).
+      auto fit_alone = [&](std::optional<double> KernelEfficiency::*eta) {
+        const std::vector<double> e = grid_fit({geometric_axis(0.05, 1, 60)}, [&](const std::vector<double>& p) {
+          GpuKernelFit g = f;
+          g.eff.*eta = p[0];
+          return loss_of(g);
+        }, 2);
+        f.eff.*eta = e[0];
+        return e[0];
+      };
+      if (own_fp8) eta_fp8 = fit_alone(&KernelEfficiency::eta_compute_fp8);
+      if (own_tensor) eta_tensor = fit_alone(&KernelEfficiency::eta_compute_fp8_tensor);
     }
     const double l = loss_of(f);
     if (l < best_loss) best_loss = l, best = f;
@@ -203,8 +212,9 @@ std::string text_field(const Table2& t, const std::vector<std::string>& row, con
   return c < row.size() && !row[c].empty() ? row[c] : fallback;
 }
 
-// A row's speed-of-light time: max(F / peak, B / bandwidth) of its op.
-double sol_time(const Row& r) { return std::max(r.op.flops.value / r.peak, r.op.bytes().value / r.gpu->memory_bandwidth.value); }
+// A row's speed-of-light time: max(F / peak, B / bandwidth) of its op, plus the time the row includes
+// beyond it (other_us).
+double sol_time(const Row& r) { return std::max(r.op.flops.value / r.peak, r.op.bytes().value / r.gpu->memory_bandwidth.value) + r.other_s; }
 
 // A positive whole number from column `col`.
 double whole(const Table2& t, const std::vector<std::string>& row, std::size_t i, const std::string& file, const std::string& col) {
@@ -213,12 +223,15 @@ double whole(const Table2& t, const std::vector<std::string>& row, std::size_t i
   return v;
 }
 
-// A row's `dtype` (bf16 or fp8; else its `a_dtype`; bf16 when absent; fp8_e4m3 read as fp8) into
-// r.kv_dtype, and its measured latency into r.measured_s.
-void read_dtype_and_latency(const Table2& t, const std::vector<std::string>& row, std::size_t i, const std::string& file, Row& r) {
+// A row's `dtype` (bf16 or fp8, and for a GEMM fp8_tensor, fp8 with one scale per tensor; else its
+// `a_dtype`; bf16 when absent; fp8_e4m3 read as fp8) into r.kv_dtype, and its measured latency into
+// r.measured_s.
+void read_dtype_and_latency(const Table2& t, const std::vector<std::string>& row, std::size_t i, const std::string& file, Row& r,
+                            bool per_tensor = false) {
   std::string d = text_field(t, row, "dtype", text_field(t, row, "a_dtype", "bf16"));
   if (d == "fp8_e4m3") d = "fp8";
-  if (d != "bf16" && d != "fp8") fail_key(file, "dtype", d, fmt::format("row {}: expected bf16 or fp8", i + 1));
+  if (d != "bf16" && d != "fp8" && !(per_tensor && d == "fp8_tensor"))
+    fail_key(file, "dtype", d, fmt::format("row {}: expected bf16{}", i + 1, per_tensor ? ", fp8 or fp8_tensor" : " or fp8"));
   r.kv_dtype = d;
   r.measured_s = field(t, row, i, file, "latency_us", std::nullopt) * 1e-6;
 }
@@ -329,7 +342,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
   std::sort(files.begin(), files.end());
   if (files.empty()) fail(dir.string(), "holds no .csv files");
   const std::set<std::string> known{"kernel", "batch", "kv_len", "seq_len", "latency_us", "heads", "query", "kv_dtype", "m", "n", "k", "dtype", "a_dtype", "op", "groups",
-                                    "kv_heads", "head_dim", "topk"};
+                                    "kv_heads", "head_dim", "topk", "other_us"};
   std::vector<Row> rows;
   // A parsed row, with its speed-of-light time, joins the table.
   auto keep = [&rows](Row& r) {
@@ -349,6 +362,8 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       if (std::find_if(kKernels.begin(), kKernels.end(), [&](const char* k) { return r.kernel == k; }) == kKernels.end())
         fail_key(file, "kernel", r.kernel.empty() ? "(absent)" : r.kernel,
                  fmt::format("row {}: expected {}", i + 1, kernel_list()));
+      if (r.kernel != kGemm && !text_field(t, cells, "other_us", "").empty())
+        fail_key(file, "other_us", text_field(t, cells, "other_us", ""), fmt::format("row {}: only gemm rows carry it", i + 1));
       if (r.kernel == kGrouped) {
         // MoE experts: `groups` [k, n] weight matrices each read once, `m` rows in all (bf16 rows in
         // and out, the serving step's convention), fp8 rows at the fp8 peak.
@@ -394,10 +409,15 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         r.len = whole(t, cells, i, file, "m");
         r.heads = whole(t, cells, i, file, "n");
         r.query = whole(t, cells, i, file, "k");
-        read_dtype_and_latency(t, cells, i, file, r);
-        set_peak(r, r.kv_dtype == "fp8");
+        read_dtype_and_latency(t, cells, i, file, r, true);
+        set_peak(r, r.kv_dtype != "bf16");
         r.op = gemm_op(OpId::q_proj, r.len, r.query, r.heads, r.fp8 ? 1 : 2, r.fp8 ? 1 : 2);
         r.op.bytes_written = BytesF{r.len * r.heads * 2};  // the output in bf16 either way
+        r.op.fp8 = r.fp8;
+        r.op.fp8_per_tensor = r.kv_dtype == "fp8_tensor";
+        r.other_s = field(t, cells, i, file, "other_us", 0.0) * 1e-6;
+        if (r.other_s >= r.measured_s)
+          fail_key(file, "other_us", text_field(t, cells, "other_us", ""), fmt::format("row {}: must be below latency_us, the time that includes it", i + 1));
         keep(r);
         continue;
       }
@@ -485,24 +505,27 @@ Table fit_table(const std::string& title, const std::vector<std::pair<std::strin
   Table ft{.name = "fit", .title = title,
            .columns = {{"fitted_on", "fitted on", Unit::text}, {"kernel", "kernel", Unit::text}, {"t_fixed_s", "fixed cost", Unit::seconds},
             {"t_seq_s", "per sequence", Unit::seconds},
-            {"eta_compute", "η compute", Unit::fraction}, {"eta_compute_fp8", "η compute fp8", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
+            {"eta_compute", "η compute", Unit::fraction}, {"eta_compute_fp8", "η compute fp8", Unit::fraction},
+            {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
             {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"split_kv", "split-KV", Unit::text},
             {"train_rows", "rows", Unit::count}},
            .rows = {}};
   for (const auto& [on, f] : fits)
-    ft.rows.push_back({on, f.kernel, f.t_fixed_s, f.t_seq_s, f.eta_compute, f.eta_compute_fp8 ? Value{*f.eta_compute_fp8} : Value{}, f.eta_memory, f.memory_reach, std::string(f.kernel != kDecode ? "-" : f.split_kv ? "yes" : "no"),
-                       std::int64_t{f.train_rows}});
+    ft.rows.push_back({on, f.kernel, f.eff.fixed.value, f.eff.per_sequence.value, f.eff.eta_compute, f.eff.eta_compute_fp8 ? Value{*f.eff.eta_compute_fp8} : Value{},
+                       f.eff.eta_compute_fp8_tensor ? Value{*f.eff.eta_compute_fp8_tensor} : Value{}, f.eff.eta_memory, f.eff.memory_reach,
+                       std::string(f.kernel != kDecode ? "-" : f.eff.split_kv ? "yes" : "no"), f.eff.rows});
   return ft;
 }
 
 // A fit's parameters as fit.json writes them.
 nlohmann::ordered_json fit_json(const GpuKernelFit& f) {
-  nlohmann::ordered_json j{{"t_fixed_s", f.t_fixed_s}, {"t_seq_s", f.t_seq_s}, {"eta_compute", f.eta_compute}};
-  if (f.eta_compute_fp8) j["eta_compute_fp8"] = *f.eta_compute_fp8;
-  j["eta_memory"] = f.eta_memory;
-  j["memory_reach"] = f.memory_reach;
-  if (f.kernel == kDecode) j["split_kv"] = f.split_kv;
-  j["rows"] = f.train_rows;
+  nlohmann::ordered_json j{{"t_fixed_s", f.eff.fixed.value}, {"t_seq_s", f.eff.per_sequence.value}, {"eta_compute", f.eff.eta_compute}};
+  if (f.eff.eta_compute_fp8) j["eta_compute_fp8"] = *f.eff.eta_compute_fp8;
+  if (f.eff.eta_compute_fp8_tensor) j["eta_compute_fp8_tensor"] = *f.eff.eta_compute_fp8_tensor;
+  j["eta_memory"] = f.eff.eta_memory;
+  j["memory_reach"] = f.eff.memory_reach;
+  if (f.kernel == kDecode) j["split_kv"] = f.eff.split_kv;
+  j["rows"] = f.eff.rows;
   return j;
 }
 
@@ -665,7 +688,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
     p.name = name, p.scope = scope;
     if (scope == "gpu") p.gpu = gpus[g0].name;
     if (scope != "any") p.architecture = gpus[g0].architecture;
-    p.kernels[static_cast<std::size_t>(*parse_kernel_family(k))] = efficiency_of(f);
+    p.kernels[static_cast<std::size_t>(*parse_kernel_family(k))] = f.eff;
     for (std::size_t g : on) {
       std::map<std::string, std::int64_t> rows_of;
       for (const Row* r : of_kernel(per_gpu[g], k)) ++rows_of[r->file];
@@ -689,7 +712,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
       in_tables[g] = fit(k, select(per_gpu[g], k, [](const Row& r) { return r.train; }));
       if (std::string(k) == kDecode)
         for (Row& r : per_gpu[g])
-          if (r.kernel == k) r.split_kv = in_tables[g]->split_kv;
+          if (r.kernel == k) r.split_kv = in_tables[g]->eff.split_kv;
     }
     for (std::size_t g = 0; g < gpus.size(); ++g) {
       std::vector<Row>& mine = per_gpu[g];

@@ -24,13 +24,11 @@ namespace mlaplan::validate {
 // SM: F_cta). Decode computes whole tiles of 64 heads. The peak is the fp8 one for an fp8 prefill kernel. Parameters are dimensionless
 // fractions and seconds, so a fit on some GPUs transfers to another through its own datasheet peak,
 // bandwidth and SM count.
+// The fit is the family's KernelEfficiency (what a profile ships; rows: the rows it was fitted on),
+// its fp8 efficiencies fitted apart where the rows run at more than one peak or scaling.
 struct GpuKernelFit {
   std::string kernel;
-  double t_fixed_s = 0, t_seq_s = 0, eta_compute = 1, eta_memory = 1;
-  std::optional<double> eta_compute_fp8;  // fitted apart where the rows run at both peaks
-  double memory_reach = 1;  // the bandwidth one CTA streams, in SM shares (KernelEfficiency)
-  bool split_kv = true;  // absorbed_decode: the kernel splits keys over CTAs (else one CTA per sequence and head tile)
-  int train_rows = 0;
+  KernelEfficiency eff;
 };
 
 struct AgainstRun {

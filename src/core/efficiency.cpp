@@ -102,7 +102,10 @@ std::optional<EfficiencyProfile> efficiency_for(const HardwareSpec& hw, const st
 
 bool is_latent_attention(KernelFamily f) { return f == KernelFamily::absorbed_decode || f == KernelFamily::sparse_decode; }
 
-double eta_compute_for(const KernelEfficiency& k, bool fp8) { return fp8 && k.eta_compute_fp8 ? *k.eta_compute_fp8 : k.eta_compute; }
+double eta_compute_for(const KernelEfficiency& k, bool fp8, bool per_tensor) {
+  if (fp8 && per_tensor && k.eta_compute_fp8_tensor) return *k.eta_compute_fp8_tensor;
+  return fp8 && k.eta_compute_fp8 ? *k.eta_compute_fp8 : k.eta_compute;
+}
 
 bool runs_unsplit(const KernelEfficiency& k, const Tiling& t) { return !k.split_kv && t.unsplit_ctas > 0; }
 
@@ -131,7 +134,7 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   t.waves = wave_efficiency(ctas, sms);
   t.memory_waves = memory_wave_efficiency(ctas, sms, k.memory_reach);
   const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
-  const double eta_c = eta_compute_for(k, fp8);
+  const double eta_c = eta_compute_for(k, fp8, op.fp8_per_tensor);
   double compute = flops / (peak.value * eta_c * t.waves);
   if (tl.longest_cta_flops > 0 && sms > 0) compute = std::max(compute, tl.longest_cta_flops / (peak.value / sms * eta_c));
   t.compute = Seconds{compute};

@@ -430,7 +430,8 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const bool unsplit = runs_unsplit(k, tl);
     const bool at_fp8 = fp8 || rf.fp8_compute;
     const bool fp8_eta = takes_fp8_efficiency(op, rf) && k.eta_compute_fp8;
-    const double eta_c = eta_compute_for(k, takes_fp8_efficiency(op, rf));
+    const bool tensor_eta = takes_fp8_efficiency(op, rf) && op.fp8_per_tensor && k.eta_compute_fp8_tensor;
+    const double eta_c = eta_compute_for(k, takes_fp8_efficiency(op, rf), op.fp8_per_tensor);
     const double ctas = unsplit ? tl.unsplit_ctas : launched_ctas(tl, rf.sms), w = wave_efficiency(ctas, rf.sms);
     const double wm = memory_wave_efficiency(ctas, rf.sms, k.memory_reach);
     const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
@@ -450,7 +451,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                      cat("launches · (t_fixed + sequences · t_seq) + max(F", tl.padded_flops > 0 ? " (padded tiles)" : "", " / (", at_fp8 ? "peak_fp8" : "peak",
                          " · η_c · w), B", unsplit ? " (every head tile's cache read, no split-KV)" : "", " / (bandwidth · η_m · w_m)", cta_formula,
                          "), w = CTAs / (⌈CTAs / SMs⌉ · SMs), w_m = CTAs / (⌊CTAs / SMs⌋ · SMs + max(r, SMs / reach)) (1 for whole waves); ", to_string(fam),
-                         " family", fp8_eta ? ", fp8 η_c" : ""),
+                         " family", tensor_eta ? ", per-tensor fp8 η_c" : fp8_eta ? ", fp8 η_c" : ""),
                      cat(num(std::max(1.0, tl.launches)), " · (", secs(k.fixed.value), " + ", num(tl.sequences), " · ", secs(k.per_sequence.value), ") + max(",
                          num(flops), " / (", si(peak.value, "FLOP/s"), " · ", plain(eta_c), " · ", plain(w), "), ", num(bytes), " / (",
                          si(rf.bandwidth.value, "B/s"), " · ", plain(k.eta_memory), " · ", plain(wm), ")", cta, "); w = ", num(ctas), " / (⌈",

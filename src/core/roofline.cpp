@@ -61,7 +61,7 @@ FlopsPerSecond op_peak(const Op& op, const Roofline& rf) { return op.fp8 && rf.p
 }  // namespace
 
 bool takes_fp8_efficiency(const Op& op, const Roofline& rf) {
-  return ((op.fp8 && rf.peak_fp8.value > 0) || rf.fp8_compute) && !op.fp8_per_tensor;
+  return (op.fp8 && rf.peak_fp8.value > 0) || rf.fp8_compute;
 }
 
 OpTime op_time(const Op& op, const Roofline& rf) {

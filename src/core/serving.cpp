@@ -227,19 +227,21 @@ struct Ctx {
   const StepRequest& req;
   const Roofline& rf;
   double act_b = 2, mlp_wb = 2, dense_wb = 2;
-  Fp8Weights fp8_weights = Fp8Weights::none;
+  Fp8Weights fp8_weights = Fp8Weights::none;       // the MLP's (and experts') linear weights
+  Fp8Weights attention_fp8 = Fp8Weights::none;     // the attention projections' (a checkpoint may keep them dense)
   double tp = 1, dp = 1, ep = 1, ranks = 1;
   double imbalance = 1;  // the busiest EP rank's pairs over the mean
 };
 
 // The attention of one layer (per layer: the path's whole-model ops over the model's layers).
-// The projections run at the fp8 peak with fp8 linear weights, as the MLP's GEMMs do (the indexer's
-// own projection keeps the path's choice).
+// The projections (and MLA's expand-path up-projection, kv_b_proj) run at the fp8 peak with fp8
+// attention weights, as the MLP's GEMMs do with fp8 linear weights (the indexer's own projection
+// keeps the path's choice).
 void add_attention(LayerParts& L, const PathResult& path, double layers, double micro, Fp8Weights fp8) {
   for (const OpRow& r : path.ops) {
     Op op = r.op;
     const bool projection = is_projection(op.id);
-    if (projection && op.id != OpId::indexer_proj && fp8 != Fp8Weights::none) {
+    if (((projection && op.id != OpId::indexer_proj) || op.id == OpId::kv_up_proj) && fp8 != Fp8Weights::none) {
       op.fp8 = true;
       op.fp8_per_tensor = fp8 == Fp8Weights::tensor;
     }
@@ -327,6 +329,18 @@ void add_mla_glue(const Ctx& c, LayerParts& L, double tokens, double micro) {
     add_quant(c, L, tokens * static_cast<double>(m.hidden), micro);
     if (r_q > 0) add_quant(c, L, tokens * r_q, micro);
     add_quant(c, L, tokens * heads * static_cast<double>(a.v_head_dim), micro);
+  }
+}
+
+// One layer's attention of `tokens` new tokens per rank: the path's ops and the kernels around them
+// (MLA's glue; block-fp8 QKV and output projections quantise their inputs first, as the MLP's GEMMs do).
+void add_attention_layer(const Ctx& c, LayerParts& L, const PathResult& path, double tokens, double layers, double micro) {
+  add_attention(L, path, layers, micro, c.attention_fp8);
+  if (c.m.is_mla()) {
+    add_mla_glue(c, L, tokens, micro);
+  } else if (c.attention_fp8 == Fp8Weights::block) {
+    add_quant(c, L, tokens * static_cast<double>(c.m.hidden), micro);
+    add_quant(c, L, tokens * static_cast<double>(c.m.heads) / c.tp * static_cast<double>(c.m.head_dim), micro);
   }
 }
 
@@ -544,7 +558,9 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   out.moe_imbalance = c.imbalance;
   out.gpus = req.w.par.ranks();
   c.act_b = bytes_per_element(req.w.compute);
-  c.fp8_weights = req.weights.linear == WeightDtype::fp8 ? Fp8Weights::block : req.weights.linear == WeightDtype::fp8_tensor ? Fp8Weights::tensor : Fp8Weights::none;
+  auto fp8_of = [](WeightDtype d) { return d == WeightDtype::fp8 ? Fp8Weights::block : d == WeightDtype::fp8_tensor ? Fp8Weights::tensor : Fp8Weights::none; };
+  c.fp8_weights = fp8_of(req.weights.linear);
+  c.attention_fp8 = fp8_of(req.w.weights);
   c.mlp_wb = bytes_per_element(linear_format(req.weights));
   c.dense_wb = bytes_per_element(weight_format(req.weights.dense));
   const Roofline sol = speed_of_light(rf);
@@ -567,8 +583,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   StepPlan plan;
   for (const LayerSpec& l : m.layers) (l.moe && m.moe ? plan.moe_layers : plan.dense_layers) += 1;
   for (LayerParts* L : {&plan.dense, &plan.moe}) {
-    add_attention(*L, path, layers, micro, c.fp8_weights);
-    if (m.is_mla()) add_mla_glue(c, *L, t.new_tokens, micro);
+    add_attention_layer(c, *L, path, t.new_tokens, layers, micro);
   }
   add_mlp(c, plan.dense, false, t.new_tokens, micro);
   add_mlp(c, plan.moe, true, t.new_tokens, micro);
@@ -599,8 +614,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
       for (SequenceGroup& g : wd.groups) g.query = 1;
     const CostStudy sd = cost_study(m, wd, rf, req.workspace_budget, policies);
     const BatchTotals td = batch_totals(wd);
-    add_attention(plan.mtp, chosen_path(sd, req.policy), layers, micro, c.fp8_weights);
-    if (m.is_mla()) add_mla_glue(c, plan.mtp, td.new_tokens, micro);
+    add_attention_layer(c, plan.mtp, chosen_path(sd, req.policy), td.new_tokens, layers, micro);
     plan.mtp.ops.push_back({StepComponent::mtp, gemm(OpId::mtp_eh_proj, td.new_tokens, 2 * h, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
     add_mlp(c, plan.mtp, true, td.new_tokens, micro);
     const double mtp_logits = req.phase == Phase::prefill ? td.sequences : td.new_tokens;  // prefill: the last position's draft only

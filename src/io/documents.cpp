@@ -58,7 +58,8 @@ void add_efficiency_table(Document& doc, const Roofline& rf) {
   Table t{.name = "efficiency", .title = "Calibrated kernel families (other ops at speed of light): " + rf.eta_source,
           .columns = {{"family", "kernel family", Unit::text}, {"fixed_s", "fixed per launch", Unit::seconds},
                       {"per_sequence_s", "per sequence", Unit::seconds}, {"eta_compute", "η compute", Unit::fraction},
-                      {"eta_compute_fp8", "η compute fp8", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
+                      {"eta_compute_fp8", "η compute fp8", Unit::fraction}, {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction},
+                      {"eta_memory", "η memory", Unit::fraction},
                       {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"split_kv", "split-KV", Unit::text},
                       {"rows", "rows fitted", Unit::count}},
           .rows = {}};
@@ -66,7 +67,8 @@ void add_efficiency_table(Document& doc, const Roofline& rf) {
     if (const auto& k = rf.kernels[static_cast<std::size_t>(i)]) {
       const auto f = static_cast<KernelFamily>(i);
       t.rows.push_back({std::string(to_string(f)), k->fixed.value, k->per_sequence.value, k->eta_compute,
-                        k->eta_compute_fp8 ? Value{*k->eta_compute_fp8} : Value{}, k->eta_memory, k->memory_reach,
+                        k->eta_compute_fp8 ? Value{*k->eta_compute_fp8} : Value{}, k->eta_compute_fp8_tensor ? Value{*k->eta_compute_fp8_tensor} : Value{},
+                        k->eta_memory, k->memory_reach,
                         std::string(!is_latent_attention(f) ? "-" : k->split_kv ? "yes" : "no"), k->rows});
     }
   doc.tables.push_back(std::move(t));

@@ -92,7 +92,7 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
       fail_key(where, "kernels." + name, show_json(k), "unknown kernel family" + did_you_mean(name, all));
     }
     const std::string prefix = "kernels." + name;
-    only_keys(k, where, prefix, {"fixed_s", "per_sequence_s", "eta_compute", "eta_compute_fp8", "eta_memory", "memory_reach", "split_kv", "rows"});
+    only_keys(k, where, prefix, {"fixed_s", "per_sequence_s", "eta_compute", "eta_compute_fp8", "eta_compute_fp8_tensor", "eta_memory", "memory_reach", "split_kv", "rows"});
     for (const char* key : {"fixed_s", "per_sequence_s", "eta_compute", "eta_memory", "rows"})
       if (!k.contains(key)) fail_key(where, prefix + "." + key, "(absent)", "required for every kernel family");
     KernelEfficiency e;
@@ -100,6 +100,8 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
     e.per_sequence = Seconds{number(k["per_sequence_s"], where, prefix + ".per_sequence_s", 0, 1, false)};
     e.eta_compute = number(k["eta_compute"], where, prefix + ".eta_compute", 0, 1, true);
     if (k.contains("eta_compute_fp8")) e.eta_compute_fp8 = number(k["eta_compute_fp8"], where, prefix + ".eta_compute_fp8", 0, 1, true);
+    if (k.contains("eta_compute_fp8_tensor"))
+      e.eta_compute_fp8_tensor = number(k["eta_compute_fp8_tensor"], where, prefix + ".eta_compute_fp8_tensor", 0, 1, true);
     e.eta_memory = number(k["eta_memory"], where, prefix + ".eta_memory", 0, 1, true);
     // Optional: profiles written before it streamed one SM's share per CTA.
     if (k.contains("memory_reach")) e.memory_reach = number(k["memory_reach"], where, prefix + ".memory_reach", 1, 1e4, false);
@@ -121,7 +123,7 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
   if (!p.gpu.empty()) j["gpu"] = p.gpu;
   j["written_by"] = p.written_by;
   j["transfer_rule"] =
-      "t = launches·(fixed_s + sequences·per_sequence_s) + max(F / (peak·eta_compute·w) (fp8 kernels: the fp8 peak·eta_compute_fp8 where given), B / (bandwidth·eta_memory·w_m), F_cta / (peak/SMs·eta_compute)), "
+      "t = launches·(fixed_s + sequences·per_sequence_s) + max(F / (peak·eta_compute·w) (fp8 kernels: the fp8 peak·eta_compute_fp8 where given, per-tensor-scaled fp8 GEMMs eta_compute_fp8_tensor where given), B / (bandwidth·eta_memory·w_m), F_cta / (peak/SMs·eta_compute)), "
       "w = CTAs / (ceil(CTAs / SMs)·SMs), w_m = CTAs / (floor(CTAs / SMs)·SMs + max(r, SMs / memory_reach)) with r the last wave's CTAs (1 for whole waves); "
       "latent attention with split_kv false: one CTA per sequence and 64-head tile walks all its keys, "
       "B counts every tile's cache read and the time is at least the longest CTA's bytes / (min(1, memory_reach / SMs)·bandwidth·eta_memory); a GPU without its own profile takes its architecture's (else the one over every architecture) "
@@ -142,6 +144,7 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
       nlohmann::ordered_json& e = j["kernels"][std::string(to_string(static_cast<KernelFamily>(i)))];
       e = {{"fixed_s", k->fixed.value}, {"per_sequence_s", k->per_sequence.value}, {"eta_compute", k->eta_compute}};
       if (k->eta_compute_fp8) e["eta_compute_fp8"] = *k->eta_compute_fp8;
+      if (k->eta_compute_fp8_tensor) e["eta_compute_fp8_tensor"] = *k->eta_compute_fp8_tensor;
       e["eta_memory"] = k->eta_memory;
       e["memory_reach"] = k->memory_reach;
       // Written for the latent attention families, where it changes the time.

@@ -50,6 +50,7 @@ std::vector<ServingMeasurement> parse_serving_csv(const std::string& text, const
     r.par.tp = c.integer("tp", 1, 4096).value_or(1);
     r.par.dp = c.integer("dp", 1, 4096).value_or(1);
     r.par.ep = c.integer("ep", 1, 4096).value_or(1);
+    r.ep_given = !c.text("ep").empty();
     r.nodes = c.integer("nodes", 1, 4096).value_or(1);
     if (r.par.ranks() % r.nodes != 0) fail_key(c.where, "nodes", c.text("nodes"), fmt::format("expected a divisor of the {} GPUs (TP x DP)", r.par.ranks()));
     r.batch = c.integer("batch", 1, 10'000'000).value_or(1);
@@ -83,8 +84,12 @@ std::vector<ServingMeasurement> parse_serving_csv(const std::string& text, const
       r.osl = c.integer("osl", 1, std::int64_t{1} << 30).value_or(0);
       if (r.isl <= 0 || r.osl <= 0) fail_key(c.where, r.isl <= 0 ? "isl" : "osl", "(empty)", "a plan needs isl and osl");
       if (!c.text("context").empty() || !c.text("phase").empty()) fail_key(c.where, "context", c.text("context"), "context and phase belong to step rows");
-      for (const char* k : {"ep", "nodes"})
-        if (!c.text(k).empty() && c.text(k) != "1") fail_key(c.where, k, c.text(k), "a plan row holds tp and dp and searches EP (1 or every rank); leave it empty");
+      // A plan holds the row's TP and DP (and EP where given: 1 or every rank); the nodes follow.
+      for (auto [k, v] : {std::pair{"tp", r.par.tp}, std::pair{"dp", r.par.dp}})
+        if ((v & (v - 1)) != 0) fail_key(c.where, k, c.text(k), "a plan holds a power of two (the layouts plan tries)");
+      if (r.ep_given && r.par.ep != 1 && r.par.ep != r.par.ranks())
+        fail_key(c.where, "ep", c.text("ep"), fmt::format("a plan holds EP 1 or every rank ({}), or searches it when empty", r.par.ranks()));
+      if (!c.text("nodes").empty() && c.text("nodes") != "1") fail_key(c.where, "nodes", c.text("nodes"), "a plan derives its nodes; leave it empty");
     }
     out.push_back(std::move(r));
   }
@@ -111,7 +116,8 @@ std::string command_of(const ServingMeasurement& r) {
   if (r.kind == "step")
     cmd += fmt::format(" --phase {} --tp {} --dp {} --ep {} --nodes {} --batch {} --context {}", r.phase, r.par.tp, r.par.dp, r.par.ep, r.nodes, r.batch, r.context);
   else
-    cmd += fmt::format(" --isl {} --osl {} --max-gpus {} --tp {} --dp {} --max-batch {}", r.isl, r.osl, r.par.ranks(), r.par.tp, r.par.dp, r.batch);
+    cmd += fmt::format(" --isl {} --osl {} --max-gpus {} --tp {} --dp {}{} --max-batch {}", r.isl, r.osl, r.par.ranks(), r.par.tp, r.par.dp,
+                       r.ep_given ? fmt::format(" --ep {}", r.par.ep) : "", r.batch);
   if (r.mtp > 0) cmd += fmt::format(" --mtp {} --mtp-accept {}", r.mtp, r.mtp_accept);
   if (r.tbo) cmd += " --tbo";
   if (r.comm_sms) cmd += fmt::format(" --comm-sms {}", *r.comm_sms);
@@ -186,7 +192,8 @@ std::vector<ServingCheck> check_serving(const std::vector<ServingMeasurement>& r
       p.isl = r.isl;
       p.osl = r.osl;
       p.max_gpus = r.par.ranks();
-      p.tp = r.par.tp, p.dp = r.par.dp;  // the measured layout (EP searched: 1 or every rank); its batch searched
+      p.tp = r.par.tp, p.dp = r.par.dp;  // the measured layout; its batch searched
+      if (r.ep_given) p.ep = r.par.ep;
       for (std::int64_t b = 1; b <= r.batch; b *= 2) p.batches.push_back(b);
       const PlanResult pr = plan_layouts(m, hw, rf, p);
       if (!pr.best) fail(at, "no layout within the GPUs fits");

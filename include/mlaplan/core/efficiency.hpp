@@ -57,6 +57,10 @@ struct KernelEfficiency {
   // fitted apart: an fp8 kernel seldom reaches the same fraction of twice the peak (quantisation,
   // scales, a bf16 output). Absent: eta_compute.
   std::optional<double> eta_compute_fp8;
+  // Of the fp8 peak, for fp8 GEMMs with one scale per tensor (Model Optimizer's FP8 checkpoints:
+  // cuBLASLt-style kernels, not the block-scaled ones), where it was fitted apart. Absent:
+  // eta_compute_fp8, else eta_compute.
+  std::optional<double> eta_compute_fp8_tensor;
   double eta_memory = 1;    // of the memory bandwidth, in a full wave
   // The bandwidth one CTA streams, in multiples of its SM's share (bandwidth/SMs), ≥ 1: how far a
   // launch of fewer CTAs than SMs still reaches the full wave's bandwidth (memory_wave_efficiency).
@@ -105,8 +109,9 @@ std::optional<EfficiencyProfile> efficiency_for(const HardwareSpec& hw, const st
 
 // The latent attention families, whose kernels may or may not split keys (split_kv).
 bool is_latent_attention(KernelFamily f);
-// The compute efficiency a family's kernel runs at: its fp8 one for an fp8 kernel where it has one.
-double eta_compute_for(const KernelEfficiency& k, bool fp8);
+// The compute efficiency a family's kernel runs at: for an fp8 kernel its fp8 one where it has one
+// (per-tensor scales: its per-tensor one first).
+double eta_compute_for(const KernelEfficiency& k, bool fp8, bool per_tensor = false);
 // Whether an op runs its unsplit launch under a family (split_kv false, and the op has one).
 bool runs_unsplit(const KernelEfficiency& k, const Tiling& t);
 

@@ -79,8 +79,8 @@ struct Op {
   BytesF workspace_bytes{0};   // transient buffers the op materialises
   BytesF cache_bytes_read{0};  // the part of bytes_read that is KV/indexer cache
   bool fp8 = false;            // runs in fp8 whatever the step's compute dtype (the DSA indexer, fp8 weights)
-  // fp8 with one scale per tensor: at the fp8 peak with its family's bf16 efficiency (the fitted fp8
-  // efficiency is that of block-scaled kernels, which rescale every 128 of the reduction).
+  // fp8 with one scale per tensor: at the fp8 peak with its family's per-tensor fp8 efficiency
+  // (eta_compute_fp8_tensor; the block-scaled kernels rescale every 128 of the reduction).
   bool fp8_per_tensor = false;
   Tiling tiling;
   BytesF bytes() const { return bytes_read + bytes_written; }

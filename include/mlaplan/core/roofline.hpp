@@ -56,7 +56,7 @@ struct OpTime {
 };
 OpTime op_time(const Op& op, const Roofline& rf);
 // Whether an op's calibrated time takes its family's fp8 efficiency: it runs at the fp8 peak (an fp8
-// op, or fp8 compute) and is not a per-tensor-scaled fp8 GEMM.
+// op, or fp8 compute); a per-tensor-scaled fp8 GEMM its per-tensor one where the family has it.
 bool takes_fp8_efficiency(const Op& op, const Roofline& rf);
 
 struct PathCost {

@@ -28,6 +28,7 @@ struct ServingMeasurement {
   std::string file;
   std::string id, kind, role, model, gpu, engine, phase, weight_dtype, kv_dtype, metric, confidence, source;
   Parallelism par;
+  bool ep_given = false;  // the row names its EP (a plan holds it; else a plan searches it)
   std::int64_t nodes = 1, batch = 1, context = 0, isl = 0, osl = 0, mtp = 0;
   double mtp_accept = 0;
   bool tbo = false;
