@@ -40,10 +40,6 @@ GPUS = {
 }
 
 
-def rows_of(git_dir, commit, path):
-    return parquet2csv.rows_at(git_dir, commit, path)
-
-
 def write(path, header, rows):
     with open(path, 'w', newline='') as f:
         w = csv.writer(f, lineterminator='\n')
@@ -59,21 +55,21 @@ def main():
     commit = sys.argv[2] if len(sys.argv) == 3 else 'HEAD'
     for folder, (system, version) in GPUS.items():
         src = f'{DATA}/{system}/mla_bmm/trtllm/{version}/mla_bmm_perf.parquet'
-        rows = rows_of(git_dir, commit, src)
+        rows = parquet2csv.rows_at(git_dir, commit, src)
         if rows:
             fold = {'mla_gen_pre': 'q_absorb_w_uk', 'mla_gen_post': 'out_absorb_w_uv'}
             out = [['bmm', fold[r['op_name']], r['num_tokens'], r['num_heads'], 'bf16', f"{float(r['latency']) * 1000:.4f}"]
                    for r in rows if r['bmm_dtype'] == 'bfloat16' and r['op_name'] in fold]
             write(os.path.join(ROOT, folder, 'bmm-trtllm.csv'), ['kernel', 'op', 'batch', 'heads', 'dtype', 'latency_us'], out)
         src = f'{DATA}/{system}/quantize/trtllm/{version}/scale_matrix_perf.parquet'
-        rows = rows_of(git_dir, commit, src)
+        rows = parquet2csv.rows_at(git_dir, commit, src)
         if rows:
             out = [['elementwise', r['m'], r['k'], 'fp8', f"{float(r['latency']) * 1000:.4f}"] for r in rows if r['quant_dtype'] == 'fp8']
             write(os.path.join(ROOT, folder, 'elementwise-trtllm.csv'), ['kernel', 'm', 'k', 'dtype', 'latency_us'], out)
         out, seen = [], set()
         dtype = {'bfloat16': 'bf16', 'fp8': 'fp8'}
         for phase in ('generation', 'context'):
-            rows = rows_of(git_dir, commit, f'{DATA}/{system}/attention/trtllm/{version}/{phase}_attention_perf.parquet') or []
+            rows = parquet2csv.rows_at(git_dir, commit, f'{DATA}/{system}/attention/trtllm/{version}/{phase}_attention_perf.parquet') or []
             for r in rows:
                 kv, kernel = dtype.get(r['kv_cache_dtype']), dtype.get(r['attn_dtype'])
                 if r['window_size'] != '0' or r['head_dim'] != '128' or r['num_heads'] not in ('8', '16', '32', '64'):
