@@ -2,7 +2,9 @@
 """Re-runs every example in README.md and replaces its output block.
 
 An example is a line `<!-- run: ARGS -->` followed by a fenced block; the block becomes the
-output of `build/mlaplan ARGS`. With --check, exits 1 when any block is out of date."""
+output of `build/mlaplan ARGS` (or of $MLAPLAN, e.g. a copy of the binaries beside mlaplan-validate, so
+the tree can be rebuilt while it runs). With --check, exits 1 when any block is out of date."""
+import os
 import re
 import subprocess
 import sys
@@ -10,7 +12,7 @@ from pathlib import Path
 
 root = Path(__file__).resolve().parent.parent
 readme = root / "README.md"
-binary = root / "build" / "mlaplan"
+binary = Path(os.environ.get("MLAPLAN", root / "build" / "mlaplan")).resolve()
 text = readme.read_text()
 pattern = re.compile(r"(<!-- run: (.*?) -->\n```[a-z]*\n)(.*?)(```\n)", re.S)
 

@@ -273,6 +273,75 @@ TEST_CASE("fp8 weight reads carry their block scales, at the model's own block s
   CHECK(fold64.bytes_read.value == Approx(128.0 * 128 * 512 * (1 + 4.0 / 4096) + tokens_in).epsilon(1e-15));
 }
 
+TEST_CASE("Linear layers run at the attention weights' precision: fp8 GEMMs at the fp8 peak, the folds never", "[paths][property]") {
+  // Every bundled model, every path: the projections (and MLA's kv_b_proj, expanded or chunked) take
+  // the weights' precision; the W_UK/W_UV folds, the attention kernels and the DSA indexer keep theirs.
+  auto linear = [](OpId id) {
+    switch (id) {
+      case OpId::q_a_proj:
+      case OpId::q_b_proj:
+      case OpId::q_proj:
+      case OpId::kv_a_proj:
+      case OpId::o_proj:
+      case OpId::qkv_proj:
+      case OpId::kv_up_proj:
+      case OpId::kv_up_proj_chunk: return true;
+      default: return false;
+    }
+  };
+  for (const ModelSpec& m : all_models()) {
+    for (const WeightDtype d : {WeightDtype::bf16, WeightDtype::fp8, WeightDtype::fp8_tensor, WeightDtype::int4}) {
+      Workload w = step(2, 8190);
+      w.groups.push_back(SequenceGroup{1, 4096, 0});
+      w.weights = d;
+      w.projections = true;
+      std::vector<PathPlan> plans;
+      if (m.is_mla()) {
+        for (const PathKind k : paths_for(m)) plans.push_back(mla_path(m, w, k));
+      } else {
+        plans.push_back(standard_path(m, w));
+      }
+      int linears = 0;
+      for (const PathPlan& p : plans) {
+        for (const Op& op : p) {
+          INFO(m.name << " " << to_string(d) << " " << to_string(op.id));
+          if (linear(op.id)) {
+            ++linears;
+            CHECK(op.fp8 == is_fp8(d));
+            CHECK(op.fp8_per_tensor == (d == WeightDtype::fp8_tensor));
+          } else if (op.id != OpId::indexer_proj && op.id != OpId::indexer_scores) {
+            CHECK_FALSE(op.fp8);
+          }
+        }
+      }
+      CHECK(linears >= 2);
+    }
+  }
+}
+
+TEST_CASE("DeepSeek-V3 with fp8 weights: kv_b_proj's 137.4 GFLOP over 4,096 keys compute at the fp8 peak", "[paths][roofline][example]") {
+  const ModelSpec m = model("deepseek-v3");
+  Workload w = step(4096, 0);
+  w.weights = WeightDtype::fp8;
+  const Op up = op_of(mla_path(m, w, PathKind::expand), OpId::kv_up_proj);
+  // 2 · 4,096 keys · 512 · 128 heads · (128 + 128) = 137.4 GFLOP.
+  const double flops = 2.0 * 4096 * 512 * 128 * 256;
+  CHECK(up.flops.value == Approx(flops).epsilon(1e-15));
+  Roofline rf;
+  rf.peak = FlopsPerSecond{989e12};
+  rf.peak_fp8 = FlopsPerSecond{1979e12};
+  rf.bandwidth = BytesPerSecond{3.35e12};
+  const OpTime fp8 = op_time(up, rf);
+  w.weights = WeightDtype::bf16;
+  const OpTime bf16 = op_time(op_of(mla_path(m, w, PathKind::expand), OpId::kv_up_proj), rf);
+  CHECK(fp8.compute.value == Approx(flops / 1979e12));  // 69.4 us
+  CHECK(bf16.compute.value == Approx(flops / 989e12));  // 138.9 us
+  // Writing 4,096 x 128 x 256 bf16 values (268 MB) then bounds the fp8 GEMM: memory, not compute.
+  CHECK(bf16.compute_bound);
+  CHECK_FALSE(fp8.compute_bound);
+  CHECK(fp8.time < bf16.time);
+}
+
 TEST_CASE("DeepSeek-V3.2: a dense path runs the indexer once a query sees more than top-k keys", "[paths][dsa]") {
   const ModelSpec m = model("deepseek-v3.2-exp");
   REQUIRE(m.indexer);

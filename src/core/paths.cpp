@@ -188,23 +188,28 @@ BatchTotals batch_totals(const Workload& w) {
 
 namespace {
 
+// One of MLA's linear layers on the checkpoint's attention weights.
+Op mla_linear(OpId id, const MlaGeometry& g, double tokens, double in, double out) {
+  Op op = gemm_op(id, tokens, in, out, g.weight_bytes, g.act_bytes);
+  set_weight_precision(op, g.weights);
+  return op;
+}
+
 void add_mla_projections_in(PathPlan& p, const MlaGeometry& g, const BatchTotals& t) {
-  const double T = t.new_tokens, ba = g.act_bytes, bw = g.weight_bytes;
+  const double T = t.new_tokens;
   const double qk = g.d_n + g.d_r;
   if (g.r_q > 0) {
-    p.add(gemm_op(OpId::q_a_proj, T, g.hidden, g.r_q, bw, ba));
-    p.add(gemm_op(OpId::q_b_proj, T, g.r_q, g.heads * qk, bw, ba));
+    p.add(mla_linear(OpId::q_a_proj, g, T, g.hidden, g.r_q));
+    p.add(mla_linear(OpId::q_b_proj, g, T, g.r_q, g.heads * qk));
   } else {
-    p.add(gemm_op(OpId::q_proj, T, g.hidden, g.heads * qk, bw, ba));
+    p.add(mla_linear(OpId::q_proj, g, T, g.hidden, g.heads * qk));
   }
-  Op kv = gemm_op(OpId::kv_a_proj, T, g.hidden, g.r + g.d_r, bw, ba);
+  Op kv = mla_linear(OpId::kv_a_proj, g, T, g.hidden, g.r + g.d_r);
   kv.bytes_written += BytesF{T * g.cache_bytes_per_token};  // the new tokens' cache rows
   p.add(kv);
 }
 
-void add_o_proj(PathPlan& p, const MlaGeometry& g, const BatchTotals& t) {
-  p.add(gemm_op(OpId::o_proj, t.new_tokens, g.heads * g.d_v, g.hidden, g.weight_bytes, g.act_bytes));
-}
+void add_o_proj(PathPlan& p, const MlaGeometry& g, const BatchTotals& t) { p.add(mla_linear(OpId::o_proj, g, t.new_tokens, g.heads * g.d_v, g.hidden)); }
 
 // A per-head fold, [h_t, T, in] × [h_t, in, out]: W_UK into the query (in d_n, out r) and W_UV
 // into the output (in r, out d_v). The weights are read once, the activations once per token.
@@ -322,6 +327,7 @@ Op kv_up_proj(OpId id, const MlaGeometry& g, double keys, double weight_reads, d
   op.bytes_read = op.cache_bytes_read + BytesF{weight_reads * g.heads * g.r * (g.d_n + g.d_v) * g.weight_bytes};
   op.bytes_written = BytesF{keys * g.heads * (g.d_n + g.d_v) * g.act_bytes};
   op.workspace_bytes = BytesF{workspace_keys * expanded_workspace_bytes_per_key(g)};
+  set_weight_precision(op, g.weights);  // kv_b_proj, a linear layer on the checkpoint's weights
   return op;
 }
 
@@ -397,6 +403,11 @@ Op gemm_op(OpId id, double tokens, double in, double out, double weight_b, doubl
   return op;
 }
 
+void set_weight_precision(Op& op, WeightDtype d) {
+  op.fp8 = is_fp8(d);
+  op.fp8_per_tensor = d == WeightDtype::fp8_tensor;
+}
+
 Op grouped_gemm_op(OpId id, double pairs, double touched, double in, double out, double weight_b, double act_b) {
   Op op;
   op.id = id;
@@ -440,6 +451,7 @@ MlaGeometry mla_geometry(const ModelSpec& m, const Workload& w) {
   g.act_bytes = bytes_per_element(w.compute);
   g.weight_bytes = weight_bytes_per_element(m, w.weights);
   g.fold_weight_bytes = weight_bytes_per_element(m, w.fold_weights.value_or(w.weights));
+  g.weights = w.weights;
   return g;
 }
 
@@ -569,6 +581,7 @@ PathPlan standard_path(const ModelSpec& m, const Workload& w, std::int64_t windo
   }
   if (w.projections) {
     Op qkv = gemm_op(OpId::qkv_proj, T, H, (ht + 2 * kvt) * d, bw, ba);
+    set_weight_precision(qkv, w.weights);
     qkv.bytes_written += BytesF{T * cache};
     p.add(qkv);
   }
@@ -582,7 +595,11 @@ PathPlan standard_path(const ModelSpec& m, const Workload& w, std::int64_t windo
   att.tiling.decode_kernel = std::all_of(w.groups.begin(), w.groups.end(),
                                          [&](const SequenceGroup& g) { return g.query <= 1 + static_cast<double>(w.spec_tokens); });
   p.add(att);
-  if (w.projections) p.add(gemm_op(OpId::o_proj, T, ht * d, H, bw, ba));
+  if (w.projections) {
+    Op o = gemm_op(OpId::o_proj, T, ht * d, H, bw, ba);
+    set_weight_precision(o, w.weights);
+    p.add(o);
+  }
   return p;
 }
 

@@ -149,22 +149,18 @@ Op elementwise(OpId id, double values, double act_b) {
   return op;
 }
 
-// How a linear layer's weights run: at the fp8 peak with block or per-tensor scales, or not.
-enum class Fp8Weights { none, block, tensor };
-
-Op gemm(OpId id, double tokens, double in, double out, double weight_b, double act_b, Fp8Weights fp8) {
+// A linear layer on weights of dtype `d` (fp8 runs it at the fp8 peak).
+Op gemm(OpId id, double tokens, double in, double out, double weight_b, double act_b, WeightDtype d) {
   Op op = gemm_op(id, tokens, in, out, weight_b, act_b);
-  op.fp8 = fp8 != Fp8Weights::none;
-  op.fp8_per_tensor = fp8 == Fp8Weights::tensor;
+  set_weight_precision(op, d);
   return op;
 }
 
 // The routed experts of one MoE layer on the busiest rank, as one grouped GEMM per projection over
 // the `touched` experts it holds: `pairs` token-expert rows, each expert's weights read once.
-Op grouped(OpId id, double pairs, double touched, double in, double out, double weight_b, double act_b, Fp8Weights fp8) {
+Op grouped(OpId id, double pairs, double touched, double in, double out, double weight_b, double act_b, WeightDtype d) {
   Op op = grouped_gemm_op(id, pairs, touched, in, out, weight_b, act_b);
-  op.fp8 = fp8 != Fp8Weights::none;
-  op.fp8_per_tensor = fp8 == Fp8Weights::tensor;
+  set_weight_precision(op, d);
   return op;
 }
 
@@ -227,26 +223,18 @@ struct Ctx {
   const StepRequest& req;
   const Roofline& rf;
   double act_b = 2, mlp_wb = 2, dense_wb = 2;
-  Fp8Weights fp8_weights = Fp8Weights::none;       // the MLP's (and experts') linear weights
-  Fp8Weights attention_fp8 = Fp8Weights::none;     // the attention projections' (a checkpoint may keep them dense)
+  WeightDtype mlp_weights = WeightDtype::bf16;        // the MLP's (and experts') linear weights
+  WeightDtype attention_weights = WeightDtype::bf16;  // the attention projections' (a checkpoint may keep them dense)
   double tp = 1, dp = 1, ep = 1, ranks = 1;
   double imbalance = 1;  // the busiest EP rank's pairs over the mean
 };
 
-// The attention of one layer (per layer: the path's whole-model ops over the model's layers).
-// The projections (and MLA's expand-path up-projection, kv_b_proj) run at the fp8 peak with fp8
-// attention weights, as the MLP's GEMMs do with fp8 linear weights (the indexer's own projection
-// keeps the path's choice).
-void add_attention(LayerParts& L, const PathResult& path, double layers, double micro, Fp8Weights fp8) {
-  for (const OpRow& r : path.ops) {
-    Op op = r.op;
-    const bool projection = is_projection(op.id);
-    if (((projection && op.id != OpId::indexer_proj) || op.id == OpId::kv_up_proj) && fp8 != Fp8Weights::none) {
-      op.fp8 = true;
-      op.fp8_per_tensor = fp8 == Fp8Weights::tensor;
-    }
-    L.ops.push_back({projection ? StepComponent::attention_projections : StepComponent::attention_core, op, micro * static_cast<double>(r.layers) / layers});
-  }
+// The attention of one layer (per layer: the path's whole-model ops over the model's layers). The
+// path engine runs the projections and kv_b_proj at the attention weights' precision.
+void add_attention(LayerParts& L, const PathResult& path, double layers, double micro) {
+  for (const OpRow& r : path.ops)
+    L.ops.push_back({is_projection(r.op.id) ? StepComponent::attention_projections : StepComponent::attention_core, r.op,
+                     micro * static_cast<double>(r.layers) / layers});
 }
 
 void add_allreduce(const Ctx& c, LayerParts& L, double tokens, double width, double bytes_per_value, double count) {
@@ -325,7 +313,7 @@ void add_mla_glue(const Ctx& c, LayerParts& L, double tokens, double micro) {
   store.bytes_read = BytesF{tokens * (r + d_r) * c.act_b};
   store.bytes_written = BytesF{tokens * static_cast<double>(mla_kv_bytes_per_token_per_layer(a, c.req.w.kv).total().value)};
   L.ops.push_back({StepComponent::elementwise, store, micro});
-  if (c.req.w.weights == WeightDtype::fp8) {
+  if (c.attention_weights == WeightDtype::fp8) {
     add_quant(c, L, tokens * static_cast<double>(m.hidden), micro);
     if (r_q > 0) add_quant(c, L, tokens * r_q, micro);
     add_quant(c, L, tokens * heads * static_cast<double>(a.v_head_dim), micro);
@@ -335,10 +323,10 @@ void add_mla_glue(const Ctx& c, LayerParts& L, double tokens, double micro) {
 // One layer's attention of `tokens` new tokens per rank: the path's ops and the kernels around them
 // (MLA's glue; block-fp8 QKV and output projections quantise their inputs first, as the MLP's GEMMs do).
 void add_attention_layer(const Ctx& c, LayerParts& L, const PathResult& path, double tokens, double layers, double micro) {
-  add_attention(L, path, layers, micro, c.attention_fp8);
+  add_attention(L, path, layers, micro);
   if (c.m.is_mla()) {
     add_mla_glue(c, L, tokens, micro);
-  } else if (c.attention_fp8 == Fp8Weights::block) {
+  } else if (c.attention_weights == WeightDtype::fp8) {
     add_quant(c, L, tokens * static_cast<double>(c.m.hidden), micro);
     add_quant(c, L, tokens * static_cast<double>(c.m.heads) / c.tp * static_cast<double>(c.m.head_dim), micro);
   }
@@ -348,7 +336,7 @@ void add_attention_layer(const Ctx& c, LayerParts& L, const PathResult& path, do
 void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro) {
   const ModelSpec& m = c.m;
   const double h = static_cast<double>(m.hidden);
-  const bool quant = c.fp8_weights == Fp8Weights::block;  // an fp8 quantization kernel before each GEMM
+  const bool quant = c.mlp_weights == WeightDtype::fp8;  // an fp8 quantization kernel before each GEMM
   L.ops.push_back({StepComponent::elementwise, elementwise(OpId::rms_norm, tokens * h, c.act_b), micro * static_cast<double>(m.norms_per_layer)});
   add_allreduce(c, L, tokens, h, c.act_b, micro);  // after o_proj
   if (!moe || !m.moe) {
@@ -358,10 +346,10 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     const double inter = static_cast<double>(m.intermediate) / (over_dp ? c.ranks : c.tp);
     const double up = (m.gated_mlp ? 2 : 1) * inter;
     if (quant) add_quant(c, L, rows * h, micro);
-    L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_gate_up, rows, h, up, c.mlp_wb, c.act_b, c.fp8_weights), micro});
+    L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_gate_up, rows, h, up, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, rows * inter, c.act_b), micro});
     if (quant) add_quant(c, L, rows * inter, micro);
-    L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_down, rows, inter, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
+    L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_down, rows, inter, h, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     if (over_dp)
       add_dp_gather(c, L, tokens, h, micro);
     else
@@ -370,7 +358,7 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
   }
   const MoeSpec& e = *m.moe;
   const double E = static_cast<double>(e.routed_experts), k = static_cast<double>(e.experts_per_token);
-  L.ops.push_back({StepComponent::router, gemm(OpId::router, tokens, h, E, c.dense_wb, c.act_b, Fp8Weights::none), micro});
+  L.ops.push_back({StepComponent::router, gemm(OpId::router, tokens, h, E, c.dense_wb, c.act_b, WeightDtype::bf16), micro});
   // The logits to each token's top-k experts and their weights (int32 ids, fp32 weights); SGLang's
   // biased grouped top-k is one kernel (moe_fused_gate, layers/moe/topk.py:327 at v0.4.9.post2).
   Op gate;
@@ -382,10 +370,10 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
   if (e.shared_experts > 0) {
     const double inter = static_cast<double>(e.shared_experts * e.expert_intermediate) / c.tp;
     if (quant) add_quant(c, L, tokens * h, micro);
-    L.ops.push_back({StepComponent::shared_experts, gemm(OpId::shared_gate_up, tokens, h, 2 * inter, c.mlp_wb, c.act_b, c.fp8_weights), micro});
+    L.ops.push_back({StepComponent::shared_experts, gemm(OpId::shared_gate_up, tokens, h, 2 * inter, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, tokens * inter, c.act_b), micro});
     if (quant) add_quant(c, L, tokens * inter, micro);
-    L.ops.push_back({StepComponent::shared_experts, gemm(OpId::shared_down, tokens, inter, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
+    L.ops.push_back({StepComponent::shared_experts, gemm(OpId::shared_down, tokens, inter, h, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     // The shared experts' output plus the routed experts' (SGLang: x.add_(routed), deepseek_v2.py:731).
     Op sum;
     sum.id = OpId::moe_sum;
@@ -408,11 +396,11 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     // the down GEMM, each its own kernel (SGLang: token_dispatcher.py:247, ep_moe/layer.py:1587);
     // the low-latency kernels quantize inside the dispatch and the SwiGLU.
     if (quant && !ll) add_quant(c, L, send * h, micro);
-    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_gate_up, pairs, touched, h, 2 * width, c.mlp_wb, c.act_b, c.fp8_weights), micro});
+    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_gate_up, pairs, touched, h, 2 * width, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, pairs * width, c.act_b), micro});
     if (quant && !ll) add_quant(c, L, pairs * width, micro);
-    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_down, pairs, touched, width, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
-    const double dispatch_vb = c.fp8_weights != Fp8Weights::none ? kBlockFp8ValueBytes : c.act_b;
+    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_down, pairs, touched, width, h, c.mlp_wb, c.act_b, c.mlp_weights), micro});
+    const double dispatch_vb = is_fp8(c.mlp_weights) ? kBlockFp8ValueBytes : c.act_b;
     const double dispatch_b = h * dispatch_vb;
     for (auto [component, vb] : {std::pair{StepComponent::ep_dispatch, dispatch_vb}, std::pair{StepComponent::ep_combine, 2.0}}) {  // combine: bf16
       const AllToAll a{.low_latency = ll, .tokens = send, .ep = c.ep, .gpus_per_node = static_cast<double>(c.req.gpus_per_node),
@@ -455,10 +443,10 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     // SwiGLU output before the second (SGLang's fused MoE runs per_token_group_quant_fp8 ahead of
     // each, layers/moe/fused_moe_triton).
     if (quant) add_quant(c, L, (over_dp ? tokens * c.dp : tokens) * h, micro);
-    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_gate_up, pairs, touched, h, 2 * slice, c.mlp_wb, c.act_b, c.fp8_weights), micro});
+    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_gate_up, pairs, touched, h, 2 * slice, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, pairs * slice, c.act_b), micro});
     if (quant) add_quant(c, L, pairs * slice, micro);
-    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_down, pairs, touched, slice, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
+    L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_down, pairs, touched, slice, h, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     if (over_dp)
       add_dp_gather(c, L, tokens, h, micro);
     else
@@ -558,9 +546,8 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   out.moe_imbalance = c.imbalance;
   out.gpus = req.w.par.ranks();
   c.act_b = bytes_per_element(req.w.compute);
-  auto fp8_of = [](WeightDtype d) { return d == WeightDtype::fp8 ? Fp8Weights::block : d == WeightDtype::fp8_tensor ? Fp8Weights::tensor : Fp8Weights::none; };
-  c.fp8_weights = fp8_of(req.weights.linear);
-  c.attention_fp8 = fp8_of(req.w.weights);
+  c.mlp_weights = req.weights.linear;
+  c.attention_weights = req.w.weights;
   c.mlp_wb = bytes_per_element(linear_format(req.weights));
   c.dense_wb = bytes_per_element(weight_format(req.weights.dense));
   const Roofline sol = speed_of_light(rf);
@@ -595,7 +582,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   const double vocab = static_cast<double>(m.vocab);
   plan.once.ops.push_back({StepComponent::embedding, elementwise(OpId::embedding, full.new_tokens * h, c.act_b)});
   plan.once.ops.push_back({StepComponent::elementwise, elementwise(OpId::rms_norm, full.new_tokens * h, c.act_b)});
-  plan.once.ops.push_back({StepComponent::lm_head, gemm(OpId::lm_head, logits_tokens, h, vocab / c.tp, c.dense_wb, c.act_b, Fp8Weights::none)});
+  plan.once.ops.push_back({StepComponent::lm_head, gemm(OpId::lm_head, logits_tokens, h, vocab / c.tp, c.dense_wb, c.act_b, WeightDtype::bf16)});
   Op sample = elementwise(OpId::sampling, logits_tokens * vocab, 4);
   sample.bytes_written = BytesF{logits_tokens * 8};
   plan.once.ops.push_back({StepComponent::sampling, sample});
@@ -615,10 +602,10 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
     const CostStudy sd = cost_study(m, wd, rf, req.workspace_budget, policies);
     const BatchTotals td = batch_totals(wd);
     add_attention_layer(c, plan.mtp, chosen_path(sd, req.policy), td.new_tokens, layers, micro);
-    plan.mtp.ops.push_back({StepComponent::mtp, gemm(OpId::mtp_eh_proj, td.new_tokens, 2 * h, h, c.mlp_wb, c.act_b, c.fp8_weights), micro});
+    plan.mtp.ops.push_back({StepComponent::mtp, gemm(OpId::mtp_eh_proj, td.new_tokens, 2 * h, h, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     add_mlp(c, plan.mtp, true, td.new_tokens, micro);
     const double mtp_logits = req.phase == Phase::prefill ? td.sequences : td.new_tokens;  // prefill: the last position's draft only
-    plan.mtp.ops.push_back({StepComponent::lm_head, gemm(OpId::lm_head, mtp_logits, h, vocab / c.tp, c.dense_wb, c.act_b, Fp8Weights::none), micro});
+    plan.mtp.ops.push_back({StepComponent::lm_head, gemm(OpId::lm_head, mtp_logits, h, vocab / c.tp, c.dense_wb, c.act_b, WeightDtype::bf16), micro});
     plan.mtp_runs = req.phase == Phase::decode ? req.mtp_draft : 1;
     // The MTP module's attention and MLP are reported under mtp.
     for (Part& p : plan.mtp.ops) {

@@ -46,6 +46,8 @@ enum class WeightDtype { fp32, bf16, fp16, fp8, fp8_tensor, mxfp4, int4, int8 };
 std::string_view to_string(WeightDtype d);
 std::optional<WeightDtype> parse_weight_dtype(std::string_view s);
 const std::vector<WeightDtype>& all_weight_dtypes();
+// fp8 values, block-scaled or per-tensor: GEMMs on them run at the fp8 peak.
+constexpr bool is_fp8(WeightDtype d) { return d == WeightDtype::fp8 || d == WeightDtype::fp8_tensor; }
 
 // How a weight matrix [rows, cols] (rows = output features, cols = input features) is stored:
 // every size of a weight dtype derives from this one definition.

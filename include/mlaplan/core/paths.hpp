@@ -158,10 +158,14 @@ struct MlaGeometry {
   double act_bytes = 2;     // bytes per activation element
   double weight_bytes = 2;  // bytes per weight element
   double fold_weight_bytes = 2;  // the same for the W_UK/W_UV folds (an engine's bf16 copies)
+  WeightDtype weights = WeightDtype::bf16;  // the projections' and kv_b_proj's (fp8 runs them at the fp8 peak)
 };
 MlaGeometry mla_geometry(const ModelSpec& m, const Workload& w);
 // [tokens, in] × [in, out]: the weight read once, activations in and out once; 128 x 128 output tiles.
 Op gemm_op(OpId id, double tokens, double in, double out, double weight_b, double act_b);
+// A GEMM on weights of dtype `d` runs at the fp8 peak when they are fp8, block-scaled or per-tensor
+// (the efficiency each takes differs); other dtypes leave it at the activations' peak.
+void set_weight_precision(Op& op, WeightDtype d);
 // A grouped GEMM (MoE experts) over `touched` weight matrices of [in, out] with `pairs` rows in all:
 // each touched matrix read once, every group's rows padded to 128-row tiles.
 Op grouped_gemm_op(OpId id, double pairs, double touched, double in, double out, double weight_b, double act_b);
