@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <random>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -504,7 +505,7 @@ TEST_CASE("Low-latency overlap: the MTP layer's dispatch, experts and combine ru
   CHECK(mtp.time.value >= (mtp.communication + experts).value * (1 - 1e-9));
 }
 
-TEST_CASE("Two-batch overlap hides the shorter of compute and communication", "[serving]") {
+TEST_CASE("Two-batch overlap under the normal all-to-all: between the longer stream and the sum, compute on the SMs it leaves", "[serving]") {
   const ModelSpec m = test::model("deepseek-v3");
   const HardwareSpec hw = load_gpu("h800");
   StepRequest req;
@@ -518,10 +519,84 @@ TEST_CASE("Two-batch overlap hides the shorter of compute and communication", "[
   const StepResult t = step_time(m, hw, rf, req);
   CHECK(t.overlap_saving.value > 0);
   double hidden = 0;
-  for (const LayerKindRow& k : t.layer_kinds)
-    hidden += static_cast<double>(k.count) * (k.compute.value + k.communication.value - std::max(k.compute.value, k.communication.value));
+  for (const LayerKindRow& k : t.layer_kinds) {
+    INFO(k.kind);
+    hidden += static_cast<double>(k.count) * (k.compute.value + k.communication.value - k.time.value);
+    CHECK(k.time.value >= std::max(k.compute.value, k.communication.value) * (1 - 1e-12));
+    CHECK(k.time.value <= (k.compute.value + k.communication.value) * (1 + 1e-12));
+  }
   CHECK(t.overlap_saving.value == Approx(hidden));
   CHECK(t.step_time.value == Approx(t.compute.value + t.communication.value - t.overlap_saving.value));
+  // DeepEP's 20 of the H800's 132 SMs: every compute op of a MoE layer takes 132/112 of its time,
+  // the communication and the dense layers (nothing to overlap) none.
+  req.comm_sms = 20;
+  const StepResult held = step_time(m, hw, rf, req);
+  for (std::size_t i = 0; i < t.layer_kinds.size(); ++i) {
+    const LayerKindRow &a = t.layer_kinds[i], &b = held.layer_kinds[i];
+    INFO(a.kind);
+    const double share = a.kind == "moe" ? 132.0 / 112 : 1;
+    CHECK(b.compute.value == Approx(a.compute.value * share));
+    CHECK(b.communication.value == Approx(a.communication.value));
+    for (std::size_t c = 0; c < kStepComponentCount; ++c)
+      if (category_of(static_cast<StepComponent>(c)) != "dispatch" && category_of(static_cast<StepComponent>(c)) != "combine")
+        CHECK(b.by_component[c].value == Approx(a.by_component[c].value * share));
+  }
+}
+
+TEST_CASE("Worked example: two micro-batches through MoE layers, in SGLang's prefill order", "[serving][example]") {
+  // Per micro-batch: attention 3, shared experts 1, routed experts 2, dispatch 2, combine 4.
+  // One layer: compute A_a [0,3] A_b [3,6]; dispatch D_a [3,5] D_b [6,8]; experts M_a [6,8] M_b
+  // [8,10]; combine C_a [8,12] C_b [12,16]; the shared experts [10,12]: 16.
+  OverlapStages s;
+  s.attention = Seconds{3};
+  s.shared = Seconds{1};
+  s.experts = Seconds{2};
+  s.dispatch = Seconds{2};
+  s.combine = Seconds{4};
+  CHECK(two_batch_pipeline(s, 0).value == 0);
+  CHECK(two_batch_pipeline(s, 1).value == 16);
+  // Two layers: S_a [10,11], A_a waits for C_a: [12,15]; S_b [15,16], A_b [16,19]; D_a [16,18], D_b
+  // [19,21]; M_a [19,21], C_a [21,25]; M_b [21,23], C_b [25,29]; the shared experts [23,25]: 29.
+  CHECK(two_batch_pipeline(s, 2).value == 29);
+  // Each further layer adds 13, more than either stream's 12: the attention of a waits for its combine.
+  CHECK(two_batch_pipeline(s, 3).value == 42);
+  CHECK(two_batch_pipeline(s, 10).value == Approx(16 + 9 * 13.0));
+}
+
+TEST_CASE("The two-batch schedule fed DeepSeek's own prefill bars gives its layer time within 1%", "[serving][example]") {
+  // The profile's bars per MoE layer, both micro-batches (serving.md): attention 5.64 ms, GEMM 8.43,
+  // MoE 12.39, other 5.12, dispatch 9.47 + 2.08 barrier, combine 17.25 + 2.01; overall 34.63. The
+  // shared experts (1.31 ms, the model's on 108 SMs) leave the GEMM bar for their own stage.
+  OverlapStages s;
+  s.shared = Seconds{1.31e-3 / 2};
+  s.attention = Seconds{(5.64e-3 + 8.43e-3 + 5.12e-3 - 1.31e-3) / 2};
+  s.experts = Seconds{12.39e-3 / 2};
+  s.dispatch = Seconds{(9.47e-3 + 2.08e-3) / 2};
+  s.combine = Seconds{(17.25e-3 + 2.01e-3) / 2};
+  const double per_layer = two_batch_pipeline(s, 58).value / 58;
+  CHECK(per_layer == Approx(34.63e-3).epsilon(0.01));
+  CHECK(per_layer > 31.58e-3);  // more than the compute stream: the schedule's bubbles
+}
+
+TEST_CASE("The two-batch pipeline lies between its busier stream and running everything in turn", "[serving][property]") {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0, 5);
+  for (int i = 0; i < 2000; ++i) {
+    OverlapStages s;
+    s.attention = Seconds{u(rng)};
+    s.shared = Seconds{u(rng)};
+    s.experts = Seconds{u(rng)};
+    s.dispatch = Seconds{i % 7 == 0 ? 0 : u(rng)};
+    s.combine = Seconds{i % 7 == 0 ? 0 : u(rng)};
+    const std::int64_t layers = 1 + i % 60;
+    const double n = static_cast<double>(layers);
+    const double compute = 2 * n * (s.attention + s.shared + s.experts).value, comm = 2 * n * (s.dispatch + s.combine).value;
+    const double t = two_batch_pipeline(s, layers).value;
+    INFO(i);
+    CHECK(t >= std::max(compute, comm) * (1 - 1e-12));
+    CHECK(t <= (compute + comm) * (1 + 1e-12));
+    if (comm == 0) CHECK(t == Approx(compute));
+  }
 }
 
 TEST_CASE("Worked example: the low-latency all-to-all kernels' SM time under overlap, at DeepSeek's decode profile", "[serving]") {
@@ -731,15 +806,15 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: median of the totals within 10%, and 30 of the 39 within 20% (README,
+  // The published error: median of the totals within 10%, and 31 of the 39 within 20% (README,
   // Validation; past it: six TensorRT-LLM v0.5 Llama-2 rows, slower than the kernels the H100 profile
-  // is fitted on (TensorRT-LLM 1.3's), DeepSeek's prefill profile on H800 (throughput and layer),
-  // whose GEMMs run at the DeepGEMM benchmark's rate where the profile's own GEMM bar is slower, and
-  // RTP-LLM's prefill on H800 (+20.04%) for the same reason).
+  // is fitted on (TensorRT-LLM 1.3's), DeepSeek's prefill throughput on H800 (+23%), whose GEMM and
+  // "other" bars are slower than the DeepGEMM benchmark and the elementwise kernels the model times,
+  // and RTP-LLM's prefill on H800 (+20.04%) for the same reason).
   std::sort(totals.begin(), totals.end());
   CHECK(totals.size() == 39);
   CHECK(totals[totals.size() / 2] <= 0.10);
-  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 30);
+  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 31);
 }
 
 std::string serving_error(const std::string& text) {

@@ -70,6 +70,28 @@ double experts_touched(double experts, double pairs) {
   return experts * (1 - std::pow(1 - 1 / experts, pairs));
 }
 
+Seconds two_batch_pipeline(const OverlapStages& s, std::int64_t layers) {
+  double compute = 0, comm = 0;    // when each stream is next free
+  double combined[2] = {0, 0};     // when micro-batch x's last combine ends
+  double shared = 0;               // the previous layer's shared experts, still to run
+  for (std::int64_t l = 0; l < layers; ++l) {
+    double attended[2], dispatched[2];
+    for (int x = 0; x < 2; ++x) {
+      compute += shared;
+      compute = std::max(compute, combined[x]) + s.attention.value;
+      attended[x] = compute;
+    }
+    for (int x = 0; x < 2; ++x) dispatched[x] = comm = std::max(comm, attended[x]) + s.dispatch.value;
+    for (int x = 0; x < 2; ++x) {
+      compute = std::max(compute, dispatched[x]) + s.experts.value;
+      combined[x] = comm = std::max(comm, compute) + s.combine.value;
+    }
+    shared = s.shared.value;
+  }
+  if (layers > 0) compute += 2 * shared;
+  return Seconds{std::max({compute, combined[0], combined[1]})};
+}
+
 double group_hit_probability(double experts, double group, double k) {
   if (group >= experts) return 1;
   // C(E − g, k) / C(E, k) = Π_{i<k} (E − g − i) / (E − i)
@@ -81,11 +103,15 @@ double group_hit_probability(double experts, double group, double k) {
 namespace {
 
 // One op of the step: what it is part of, and how many times a step runs it on a rank.
+// Where a MoE layer's op runs in the normal all-to-all's two-batch overlap (two_batch_pipeline).
+enum class Stage { attention, shared, experts };
+
 struct Part {
   StepComponent component;
   Op op;
   double count = 1;
   bool expert = false;  // a routed expert's GEMM reported under another component (the MTP module's)
+  Stage stage = Stage::attention;
 };
 
 // A transfer: bytes each rank sends over the scale-up and the scale-out link in one call.
@@ -193,6 +219,8 @@ const PathResult& chosen_path(const CostStudy& st, const std::optional<EnginePol
   return *best;
 }
 
+// The attention's linear layers, GEMM kernels (DeepGEMM's in DeepSeek's and SGLang's prefill), as
+// against its attention kernels: MLA's expanded up-projection (kv_b_proj) is one.
 bool is_projection(OpId id) {
   switch (id) {
     case OpId::q_a_proj:
@@ -201,6 +229,8 @@ bool is_projection(OpId id) {
     case OpId::kv_a_proj:
     case OpId::o_proj:
     case OpId::qkv_proj:
+    case OpId::kv_up_proj:
+    case OpId::kv_up_proj_chunk:
     case OpId::indexer_proj: return true;
     default: return false;
   }
@@ -367,13 +397,19 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
   gate.bytes_read = BytesF{tokens * E * c.act_b};
   gate.bytes_written = BytesF{tokens * k * 8};
   L.ops.push_back({StepComponent::elementwise, gate, micro});
+  // Marks the ops pushed since `from` as run in `stage`.
+  auto in_stage = [&L](std::size_t from, Stage stage) {
+    for (std::size_t i = from; i < L.ops.size(); ++i) L.ops[i].stage = stage;
+  };
   if (e.shared_experts > 0) {
+    const std::size_t from = L.ops.size();
     const double inter = static_cast<double>(e.shared_experts * e.expert_intermediate) / c.tp;
     if (quant) add_quant(c, L, tokens * h, micro);
     L.ops.push_back({StepComponent::shared_experts, gemm(OpId::shared_gate_up, tokens, h, 2 * inter, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, tokens * inter, c.act_b), micro});
     if (quant) add_quant(c, L, tokens * inter, micro);
     L.ops.push_back({StepComponent::shared_experts, gemm(OpId::shared_down, tokens, inter, h, c.mlp_wb, c.act_b, c.mlp_weights), micro});
+    in_stage(from, Stage::shared);
     // The shared experts' output plus the routed experts' (SGLang: x.add_(routed), deepseek_v2.py:731).
     Op sum;
     sum.id = OpId::moe_sum;
@@ -396,6 +432,7 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     // the down GEMM, each its own kernel (SGLang: token_dispatcher.py:247, ep_moe/layer.py:1587);
     // the low-latency kernels quantize inside the dispatch and the SwiGLU.
     if (quant && !ll) add_quant(c, L, send * h, micro);
+    const std::size_t from = L.ops.size();
     L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_gate_up, pairs, touched, h, 2 * width, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, pairs * width, c.act_b), micro});
     if (quant && !ll) add_quant(c, L, pairs * width, micro);
@@ -429,6 +466,7 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
       L.ops.push_back({StepComponent::routed_experts, scatter, micro});
       L.ops.push_back({StepComponent::routed_experts, gather, micro});
     }
+    in_stage(from, Stage::experts);
     // TP ranks each dispatched a share of the tokens and hold a slice of the shared experts: one
     // all-reduce puts every token's output back on every TP rank.
     add_allreduce(c, L, tokens, h, c.act_b, micro);
@@ -626,8 +664,19 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
       if (!seen[static_cast<std::size_t>(comp)] && kind != "once") rows[static_cast<int>(comp)].layers += static_cast<std::int64_t>(n);
       seen[static_cast<std::size_t>(comp)] = true;
     };
+    const bool overlapped = overlap && kind != "once";
+    const bool all_to_all =
+        std::any_of(L.transfers.begin(), L.transfers.end(), [](const Transfer& tr) { return tr.component == StepComponent::ep_dispatch; });
+    // The normal all-to-all's overlap: the layer runs as two_batch_pipeline, its compute on the SMs
+    // the all-to-all kernels leave (each compute op takes SMs / (SMs − comm_sms) of its time).
+    const bool pipelined = overlapped && all_to_all && !low_latency(req);
+    const double sms = rf.sms > 0 ? rf.sms : static_cast<double>(hw.sm_count);
+    const double share = pipelined && req.comm_sms > 0 && sms > req.comm_sms ? sms / (sms - req.comm_sms) : 1;
+    OverlapStages stages;  // one micro-batch's
     for (const Part& p : L.ops) {
-      const Timed x = time_op(p.op, rf, sol);
+      Timed x = time_op(p.op, rf, sol);
+      x.time = x.time * share;
+      if (pipelined) (p.stage == Stage::experts ? stages.experts : p.stage == Stage::shared ? stages.shared : stages.attention) += x.time * (p.count / micro);
       StepRow& r = rows[static_cast<int>(p.component)];
       count_layers(p.component);
       k.by_component[static_cast<std::size_t>(p.component)] += x.time * p.count;
@@ -643,6 +692,13 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
     }
     for (const Transfer& tr : L.transfers) {
       const Timed x = time_transfer(tr, req.links);
+      if (pipelined) {
+        // The all-to-all on its own stream; a collective (TP all-reduce) blocks the compute stream.
+        Seconds& stage = tr.component == StepComponent::ep_dispatch  ? stages.dispatch
+                         : tr.component == StepComponent::ep_combine ? stages.combine
+                                                                      : stages.attention;
+        stage += x.time * (tr.count / micro);
+      }
       StepRow& r = rows[static_cast<int>(tr.component)];
       count_layers(tr.component);
       k.by_component[static_cast<std::size_t>(tr.component)] += x.time * tr.count;
@@ -655,8 +711,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
     }
     k.time = k.compute + k.communication;
     Seconds bound_time = compute_bound + comm_bound;
-    if (overlap && kind != "once" && k.communication.value > 0) {
-      const bool all_to_all = k.by_component[static_cast<std::size_t>(StepComponent::ep_dispatch)].value > 0;
+    if (overlapped && k.communication.value > 0) {
       if (all_to_all && low_latency(req)) {
         // Stage B (dispatch, experts, combine) of one micro-batch beside stage A (the rest) of the
         // other; never below the compute of both micro-batches (one GPU), with the communication
@@ -675,11 +730,11 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
           r.bound_by = "fixed";
           out.comm_kernels_sm += sm * n;
         }
+      } else if (pipelined) {
+        k.time = n > 0 ? two_batch_pipeline(stages, static_cast<std::int64_t>(n)) / n : Seconds{0};
       } else {
-        // Compute on the SMs the normal all-to-all kernels leave, beside the communication.
-        const double sms = rf.sms > 0 ? rf.sms : static_cast<double>(hw.sm_count);
-        const double share = all_to_all && sms > req.comm_sms && req.comm_sms > 0 ? sms / (sms - req.comm_sms) : 1;
-        k.time = std::min(k.compute + k.communication, std::max(k.compute * share, k.communication));
+        // A collective beside the other micro-batch's compute.
+        k.time = std::min(k.compute + k.communication, std::max(k.compute, k.communication));
       }
       bound_time = std::max(compute_bound, comm_bound);
     }

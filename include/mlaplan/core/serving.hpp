@@ -199,6 +199,23 @@ double experts_touched(double experts, double pairs);
 // 1 − C(E − g, k) / C(E, k).
 double group_hit_probability(double experts, double group, double k);
 
+// One micro-batch's parts of a MoE layer under the normal all-to-all's two-batch overlap: on the
+// compute stream the attention (through the router and the dispatch's quantization), the routed
+// experts and the shared experts; on the communication stream the dispatch and the combine.
+struct OverlapStages {
+  Seconds attention{0}, experts{0}, shared{0};
+  Seconds dispatch{0}, combine{0};
+};
+// The time of `layers` MoE layers run as two equal micro-batches a and b in the order SGLang's
+// prefill overlap issues them (python/sglang/srt/batch_overlap/operations_strategy.py:104-132 at
+// sgl-project/sglang@0e02cef9: yields after the dispatch's launch and after the combine's; stages
+// alternate a, b with tbo_delta_stages 0), which is the schedule DeepSeek's prefill profile draws
+// (deepseek-ai/profile-data@44960242 assets/prefill.jpg). Per layer l, the compute stream runs
+// S_a(l−1) A_a(l) S_b(l−1) A_b(l) M_a(l) M_b(l) and the communication stream D_a(l) D_b(l) C_a(l)
+// C_b(l); A_x(l) waits for C_x(l−1), D_x(l) for A_x(l), M_x(l) for D_x(l), C_x(l) for M_x(l). After
+// the last layer the shared experts and both combines finish.
+Seconds two_batch_pipeline(const OverlapStages& s, std::int64_t layers);
+
 // The batch of a step: decode, `count` sequences each holding `context` keys after the step (its
 // 1 + draft new tokens included); prefill, `count` prompts of `context` tokens.
 SequenceGroup step_group(Phase phase, std::int64_t count, double context, std::int64_t draft);
