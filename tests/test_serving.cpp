@@ -667,6 +667,22 @@ TEST_CASE("Worked example: the low-latency all-to-all kernels' SM time under ove
   }
 }
 
+TEST_CASE("step --links-from times the communication with another profile's links, not its overheads", "[serving][cli]") {
+  const std::string base = "step --model deepseek-v3 --gpu h800 --phase prefill --dp 32 --ep 32 --batch 64 --context 4096 --moe-imbalance 1 --format json";
+  const json none = json::parse(test::run(base + " --engine none").out);
+  const json sglang = json::parse(test::run(base + " --engine sglang").out);
+  const json links = json::parse(test::run(base + " --engine none --links-from sglang").out);
+  CHECK(none["links_source"] == "none (--engine none)");
+  CHECK(links["links_source"].get<std::string>().find("engines/sglang-") != std::string::npos);
+  CHECK(links["overhead_s"].get<double>() == 0);
+  CHECK(sglang["overhead_s"].get<double>() > 0);
+  // SGLang's DeepEP fit: 85% of the network and a fixed time per call, so more than the datasheet's.
+  CHECK(links["communication_s"].get<double>() == Approx(sglang["communication_s"].get<double>()));
+  CHECK(links["communication_s"].get<double>() > none["communication_s"].get<double>() * 1.1);
+  CHECK(links["compute_s"].get<double>() == Approx(none["compute_s"].get<double>()));
+  test::expect_refusal("step --dp 8 --ep 8 --batch 64 --links-from deepep", "--links-from: value 'deepep': expected vllm, sglang or trtllm, optionally @VERSION");
+}
+
 TEST_CASE("step CLI: JSON keys, memory check and refusals", "[serving][cli]") {
   const test::Run r = test::run("step --model deepseek-v3 --gpu h200 --tp 8 --batch 64 --context 4096 --format json");
   REQUIRE(r.code == 0);
@@ -806,15 +822,14 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: median of the totals within 10%, and 31 of the 39 within 20% (README,
+  // The published error: median of the totals within 10%, and 32 of the 39 within 20% (README,
   // Validation; past it: six TensorRT-LLM v0.5 Llama-2 rows, slower than the kernels the H100 profile
-  // is fitted on (TensorRT-LLM 1.3's), DeepSeek's prefill throughput on H800 (+23%), whose GEMM and
-  // "other" bars are slower than the DeepGEMM benchmark and the elementwise kernels the model times,
-  // and RTP-LLM's prefill on H800 (+20.04%) for the same reason).
+  // is fitted on (TensorRT-LLM 1.3's), and DeepSeek's prefill throughput on H800 (+21.4%), whose GEMM
+  // and "other" bars are slower than the DeepGEMM benchmark and the elementwise kernels the model times).
   std::sort(totals.begin(), totals.end());
   CHECK(totals.size() == 39);
   CHECK(totals[totals.size() / 2] <= 0.10);
-  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 31);
+  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 32);
 }
 
 std::string serving_error(const std::string& text) {
@@ -886,6 +901,14 @@ TEST_CASE("Serving measurement CSVs: hostile input is refused naming the row and
   CHECK_THROWS_AS(check_serving(rows), InputError);
   const auto mtp = parse_serving_csv(header + "a,step,total,llama-3.1-8b,h100,none,decode,1,1,1,1,8,96,,,1,0.5,false,,,,,tpot_s,0.01,H,src\n", "s.csv");
   CHECK_THROWS_WITH(check_serving(mtp), "s.csv (row 'a'): key 'mtp' = 1: meta-llama/Llama-3.1-8B has no MTP module");
+  // The optional links_from column: an engine whose link efficiencies the row's communication takes.
+  const std::string header_links = header.substr(0, header.size() - 1) + ",links_from\n";
+  const std::string row_links = "a,step,total,deepseek-v3,h800,none,decode,1,8,8,1,64,4096,,,,,false,,,,,tpot_s,0.01,H,src,";
+  CHECK_NOTHROW(check_serving(parse_serving_csv(header_links + row_links + "sglang\n", "s.csv")));
+  CHECK_THROWS_WITH(check_serving(parse_serving_csv(header_links + row_links + "deepep\n", "s.csv")),
+                    "s.csv (row 'a') links_from: value 'deepep': expected vllm, sglang or trtllm, optionally @VERSION");
+  const auto with_links = check_serving(parse_serving_csv(header_links + row_links + "sglang\n", "s.csv"));
+  CHECK(with_links.front().command.find(" --links-from sglang") != std::string::npos);
   // A GPU or model the row names but the registry lacks is refused naming the row and its column.
   const auto gpu = parse_serving_csv(header + "a,step,total,deepseek-v3,h900,none,decode,1,8,8,1,64,4096,,,,,false,,,,,tpot_s,0.01,H,src\n", "s.csv");
   CHECK_THROWS_WITH(check_serving(gpu), "s.csv (row 'a') gpu: value 'h900': no bundled gpu or file by that name; did you mean 'h100'?");

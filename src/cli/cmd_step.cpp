@@ -31,6 +31,9 @@ void add_serving_flags(CLI::App* app, ServingFlags& f, bool layout_searched) {
                   "engine profile's, else 0)");
   app->add_option("--ep-mode", f.ep_mode, "auto | normal | low-latency: DeepEP's all-to-all kind (auto: normal for prefill, low latency for decode)")
       ->capture_default_str();
+  app->add_option("--links-from", f.links_from,
+                  "ENGINE[@VERSION] | none: time the communication with that engine profile's link and all-to-all efficiencies and latencies "
+                  "(sglang: its DeepEP fit), not its overheads (default: --engine's)");
 }
 
 StepRequest ServingFlags::resolve(const ModelSpec& m, const HardwareSpec& hw, const Parallelism& par, CLI::App* app, bool layout_searched) const {
@@ -67,7 +70,7 @@ StepRequest ServingFlags::resolve(const ModelSpec& m, const HardwareSpec& hw, co
     if (!layout_searched && par.ep <= 1) fail_flag("--moe-imbalance", fmt::format("{}", moe_imbalance), "the busiest EP rank: give --ep > 1");
     req.moe_imbalance = moe_imbalance;
   }
-  req.links = links_for(hw, req.overheads);
+  req.links = links_for(hw, app->count("--links-from") ? load_step_engine(links_from, m, "--links-from").overheads : req.overheads);
   const bool accept_given = app->count("--mtp-accept") > 0;
   if (app->count("--mtp") || accept_given) {
     const std::int64_t n = app->count("--mtp") ? mtp : 1;

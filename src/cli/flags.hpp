@@ -109,6 +109,7 @@ struct ServingFlags {
   std::int64_t comm_sms = 0;
   double ll_sm_us_per_token = 0;
   std::string ep_mode = "auto";
+  std::string links_from;  // empty: --engine's link efficiencies
   // Everything of a step but its workload's batch and phase (the layout, dtypes left to the caller).
   // layout_searched (plan): the layout-dependent checks (GPUs, nodes, links, EP flags) are the search's.
   StepRequest resolve(const ModelSpec& m, const HardwareSpec& hw, const Parallelism& par, CLI::App* app, bool layout_searched) const;

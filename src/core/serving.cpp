@@ -563,6 +563,7 @@ LinkSpec links_for(const HardwareSpec& hw, const StepOverheads& o) {
   l.latency = o.comm_latency;
   l.low_latency = o.low_latency;
   l.normal = o.normal;
+  l.source = o.source;
   return l;
 }
 

@@ -358,7 +358,7 @@ std::vector<EnginePolicy> default_policies() {
 StepEngine load_step_engine(const std::string& arg, const ModelSpec& m, const std::string& flag) {
   StepEngine e;
   if (arg == "none") {
-    e.overheads.source = "none (--engine none)";
+    e.overheads.source = flag.rfind("--", 0) == 0 ? "none (" + flag + " none)" : "none";
     e.label = "none (fastest attention path, no overhead)";
     return e;
   }

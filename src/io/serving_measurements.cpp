@@ -38,7 +38,7 @@ const std::vector<std::string>& step_metrics() {
 
 std::vector<ServingMeasurement> parse_serving_csv(const std::string& text, const std::string& where) {
   std::vector<ServingMeasurement> out;
-  for (const CsvCells& c : csv_records(text, where, columns(), {"ll_sm_us_per_token"})) {
+  for (const CsvCells& c : csv_records(text, where, columns(), {"ll_sm_us_per_token", "links_from"})) {
     ServingMeasurement r;
     r.file = where;
     r.id = c.required("id");
@@ -63,6 +63,7 @@ std::vector<ServingMeasurement> parse_serving_csv(const std::string& text, const
     if (r.comm_sms && !r.tbo) fail_key(c.where, "comm_sms", c.text("comm_sms"), "applies with tbo true");
     r.ll_sm_us_per_token = c.number("ll_sm_us_per_token", 0, 1e6);
     if (r.ll_sm_us_per_token && !r.tbo) fail_key(c.where, "ll_sm_us_per_token", c.text("ll_sm_us_per_token"), "applies with tbo true");
+    r.links_from = c.text("links_from");
     r.weight_dtype = c.text("weight_dtype");
     r.kv_dtype = c.text("kv_dtype").empty() ? std::string("bf16") : c.text("kv_dtype");
     r.confidence = c.one_of("confidence", {"H", "M", "L"});
@@ -123,6 +124,7 @@ std::string command_of(const ServingMeasurement& r) {
   if (r.comm_sms) cmd += fmt::format(" --comm-sms {}", *r.comm_sms);
   if (r.ll_sm_us_per_token) cmd += fmt::format(" --ll-sm-us-per-token {}", *r.ll_sm_us_per_token);
   if (r.moe_imbalance) cmd += fmt::format(" --moe-imbalance {}", *r.moe_imbalance);
+  if (!r.links_from.empty()) cmd += " --links-from " + r.links_from;
   if (!r.weight_dtype.empty()) cmd += " --weight-dtype " + r.weight_dtype;
   if (r.kv_dtype != "bf16") cmd += " --kv-dtype " + r.kv_dtype;
   return cmd;
@@ -157,7 +159,7 @@ std::vector<ServingCheck> check_serving(const std::vector<ServingMeasurement>& r
     req.gpus_per_node = r.par.ranks() / r.nodes;
     if (hw.scale_up_domain_gpus > 0 && req.gpus_per_node > hw.scale_up_domain_gpus)
       fail_key(at, "nodes", std::to_string(r.nodes), fmt::format("{} GPUs per node exceed {}'s scale-up domain", req.gpus_per_node, hw.name));
-    req.links = links_for(hw, req.overheads);
+    req.links = links_for(hw, r.links_from.empty() ? req.overheads : load_step_engine(r.links_from, m, at + " links_from").overheads);
     const auto kv = parse_kv_dtype(r.kv_dtype);
     if (!kv) fail_key(at, "kv_dtype", r.kv_dtype, "expected one of fp32, bf16, fp16, fp8, fp8_flashmla, fp4");
     req.w.kv = *kv;

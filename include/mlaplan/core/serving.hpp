@@ -74,6 +74,7 @@ struct LinkSpec {
   // DeepEP's two all-to-all kinds, each with its own efficiencies and a fixed time per call that
   // grows once the call crosses the network.
   AllToAllLink low_latency, normal;
+  std::string source;  // the profile these efficiencies come from
 };
 
 // Bytes per value of a block-fp8 dispatch: the fp8 value and its share of one fp32 scale per 128.

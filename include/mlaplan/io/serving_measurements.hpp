@@ -34,6 +34,7 @@ struct ServingMeasurement {
   bool tbo = false;
   std::optional<double> moe_imbalance;
   std::optional<std::int64_t> comm_sms;
+  std::string links_from;  // optional column: the engine profile whose link efficiencies time the communication (empty: the row's engine's)
   std::optional<double> ll_sm_us_per_token;  // optional column: the low-latency kernels' SM time per token and layer
   double measured = 0;
 };
