@@ -274,21 +274,10 @@ TEST_CASE("fp8 weight reads carry their block scales, at the model's own block s
 }
 
 TEST_CASE("Linear layers run at the attention weights' precision: fp8 GEMMs at the fp8 peak, the folds never", "[paths][property]") {
-  // Every bundled model, every path: the projections (and MLA's kv_b_proj, expanded or chunked) take
-  // the weights' precision; the W_UK/W_UV folds, the attention kernels and the DSA indexer keep theirs.
-  auto linear = [](OpId id) {
-    switch (id) {
-      case OpId::q_a_proj:
-      case OpId::q_b_proj:
-      case OpId::q_proj:
-      case OpId::kv_a_proj:
-      case OpId::o_proj:
-      case OpId::qkv_proj:
-      case OpId::kv_up_proj:
-      case OpId::kv_up_proj_chunk: return true;
-      default: return false;
-    }
-  };
+  // Every bundled model, every path: the projections (and MLA's kv_b_proj, expanded or chunked), the
+  // attention's GEMMs but DSA's indexer projection, take the weights' precision; the W_UK/W_UV folds,
+  // the attention kernels and the DSA indexer keep theirs.
+  auto linear = [](const Op& op) { return op.kind() == OpKind::gemm && op.id != OpId::indexer_proj; };
   for (const ModelSpec& m : all_models()) {
     for (const WeightDtype d : {WeightDtype::bf16, WeightDtype::fp8, WeightDtype::fp8_tensor, WeightDtype::int4}) {
       Workload w = step(2, 8190);
@@ -305,7 +294,7 @@ TEST_CASE("Linear layers run at the attention weights' precision: fp8 GEMMs at t
       for (const PathPlan& p : plans) {
         for (const Op& op : p) {
           INFO(m.name << " " << to_string(d) << " " << to_string(op.id));
-          if (linear(op.id)) {
+          if (linear(op)) {
             ++linears;
             CHECK(op.fp8 == is_fp8(d));
             CHECK(op.fp8_per_tensor == (d == WeightDtype::fp8_tensor));

@@ -102,10 +102,10 @@ double group_hit_probability(double experts, double group, double k) {
 
 namespace {
 
-// One op of the step: what it is part of, and how many times a step runs it on a rank.
 // Where a MoE layer's op runs in the normal all-to-all's two-batch overlap (two_batch_pipeline).
 enum class Stage { attention, shared, experts };
 
+// One op of the step: what it is part of, and how many times a step runs it on a rank.
 struct Part {
   StepComponent component;
   Op op;
@@ -219,23 +219,6 @@ const PathResult& chosen_path(const CostStudy& st, const std::optional<EnginePol
   return *best;
 }
 
-// The attention's linear layers, GEMM kernels (DeepGEMM's in DeepSeek's and SGLang's prefill), as
-// against its attention kernels: MLA's expanded up-projection (kv_b_proj) is one.
-bool is_projection(OpId id) {
-  switch (id) {
-    case OpId::q_a_proj:
-    case OpId::q_b_proj:
-    case OpId::q_proj:
-    case OpId::kv_a_proj:
-    case OpId::o_proj:
-    case OpId::qkv_proj:
-    case OpId::kv_up_proj:
-    case OpId::kv_up_proj_chunk:
-    case OpId::indexer_proj: return true;
-    default: return false;
-  }
-}
-
 struct LayerParts {
   std::vector<Part> ops;
   std::vector<Transfer> transfers;
@@ -259,11 +242,13 @@ struct Ctx {
   double imbalance = 1;  // the busiest EP rank's pairs over the mean
 };
 
-// The attention of one layer (per layer: the path's whole-model ops over the model's layers). The
-// path engine runs the projections and kv_b_proj at the attention weights' precision.
+// The attention of one layer (per layer: the path's whole-model ops over the model's layers). Its
+// GEMMs (the projections, MLA's kv_b_proj, DSA's indexer projection: DeepGEMM kernels in DeepSeek's
+// and SGLang's prefill) are its projections, the rest its attention kernels. The path engine runs the
+// linear layers at the attention weights' precision.
 void add_attention(LayerParts& L, const PathResult& path, double layers, double micro) {
   for (const OpRow& r : path.ops)
-    L.ops.push_back({is_projection(r.op.id) ? StepComponent::attention_projections : StepComponent::attention_core, r.op,
+    L.ops.push_back({r.op.kind() == OpKind::gemm ? StepComponent::attention_projections : StepComponent::attention_core, r.op,
                      micro * static_cast<double>(r.layers) / layers});
 }
 
