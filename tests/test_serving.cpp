@@ -667,6 +667,72 @@ TEST_CASE("Worked example: the low-latency all-to-all kernels' SM time under ove
   }
 }
 
+TEST_CASE("Worked example: steps without CUDA graphs wait on the host's launches, Llama-2-7B on H100", "[serving][example]") {
+  // Llama-2-7B at TP 1 launches 8 kernels per layer as the step models it (the fused QKV projection,
+  // attention and o_proj of its standard path; two RMSNorms; gate_up, SwiGLU and down) and 4 once
+  // (embedding, final norm, lm_head, sampling). At 1 ms per launch the host, not the GPU, sets
+  // every layer's time: (32 x 8 + 4) x 1 ms = 260 ms, the excess over the GPU's time reported as the
+  // launch wait, inside the overhead.
+  const std::string base = "step --model llama-2-7b-hf --gpu h100-sxm --engine none --phase prefill --batch 1 --context 128 --format json";
+  const json gpu = json::parse(test::run(base).out);
+  const json host = json::parse(test::run(base + " --eager-launch-us 1000").out);
+  CHECK(host["step_time_s"].get<double>() == Approx(0.260).epsilon(1e-12));
+  CHECK(host["eager_launch_s"].get<double>() == Approx(1e-3));
+  CHECK(host["launch_wait_s"].get<double>() == Approx(0.260 - gpu["step_time_s"].get<double>()).epsilon(1e-12));
+  CHECK(host["overhead_s"].get<double>() == Approx(host["launch_wait_s"].get<double>()));
+  CHECK(host["compute_s"].get<double>() == Approx(gpu["compute_s"].get<double>()));
+  CHECK(gpu["launch_wait_s"].get<double>() == 0);
+  // TP 4 adds the two all-reduces per layer and the vocabulary's all-gather once: (80 x 10 + 5) x 1 ms.
+  const json tp4 = json::parse(test::run("step --model llama-2-70b-hf --gpu h100-sxm --engine none --phase prefill --tp 4 --batch 1 --context 128 "
+                                         "--eager-launch-us 1000 --format json").out);
+  CHECK(tp4["step_time_s"].get<double>() == Approx(0.805).epsilon(1e-12));
+  // A 2,048-token prompt runs longer kernels than the host takes to launch at 20 us: no wait.
+  const json long_prompt = json::parse(test::run("step --model llama-2-7b-hf --gpu h100-sxm --engine none --phase prefill --batch 1 --context 2048 "
+                                                 "--eager-launch-us 20 --format json").out);
+  CHECK(long_prompt["launch_wait_s"].get<double>() == 0);
+  test::expect_refusal(base + " --eager-launch-us -1", "--eager-launch-us: value '-1': expected microseconds per kernel from 0 to 1000000");
+  test::expect_refusal("plan --model llama-2-7b-hf --gpu h100-sxm --sequences 8 --context 4096 --eager-launch-us 10",
+                       "--eager-launch-us: value '10': --sequences asks the memory-only question; it takes no serving flags");
+}
+
+TEST_CASE("Every bundled model: a launch-bound step is the longer of host and GPU per layer, never faster", "[serving][property]") {
+  const HardwareSpec hw = load_gpu("h100-sxm");
+  const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
+  for (const ModelSpec& m : test::all_models()) {
+    for (Phase phase : {Phase::prefill, Phase::decode}) {
+      StepRequest req;
+      req.phase = phase;
+      req.w.par = m.moe ? Parallelism{1, 8, 8} : Parallelism{2, 1, 1};
+      if (!check_layout(m, req.w.par).ok()) req.w.par = Parallelism{1, 1, 1};
+      req.weights = default_weight_plan(m);
+      req.w.groups = {step_group(phase, 16, phase == Phase::decode ? 2048 : 512, 0)};
+      req.gpus_per_node = 8;
+      req.links = links_for(hw, StepOverheads{});
+      const StepResult base = step_time(m, hw, rf, req);
+      INFO(m.name << " " << to_string(phase));
+      CHECK(base.launch_wait.value == 0);
+      Seconds previous = base.step_time;
+      for (double us : {1.0, 10.0, 100.0, 1e6}) {
+        req.eager_launch = Seconds{us * 1e-6};
+        const StepResult st = step_time(m, hw, rf, req);
+        INFO(us << " us per launch");
+        CHECK(st.step_time >= previous);
+        CHECK(st.step_time.value == Approx(base.step_time.value + st.launch_wait.value).epsilon(1e-12));
+        CHECK(st.compute.value == Approx(base.compute.value));
+        for (const LayerKindRow& k : st.layer_kinds) CHECK(k.time >= k.compute);
+        previous = st.step_time;
+        if (us == 1e6) {
+          // A second per launch: every layer waits on the host, so the step is a whole number of
+          // launches, at least one per layer.
+          const double launches = st.step_time.value / 1.0;
+          CHECK(launches == Approx(std::round(launches)).epsilon(1e-9));
+          CHECK(launches >= static_cast<double>(m.num_layers()));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("step --links-from times the communication with another profile's links, not its overheads", "[serving][cli]") {
   const std::string base = "step --model deepseek-v3 --gpu h800 --phase prefill --dp 32 --ep 32 --batch 64 --context 4096 --moe-imbalance 1 --format json";
   const json none = json::parse(test::run(base + " --engine none").out);
@@ -829,7 +895,7 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
   std::sort(totals.begin(), totals.end());
   CHECK(totals.size() == 39);
   CHECK(totals[totals.size() / 2] <= 0.10);
-  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 32);
+  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 36);
 }
 
 std::string serving_error(const std::string& text) {
@@ -909,6 +975,16 @@ TEST_CASE("Serving measurement CSVs: hostile input is refused naming the row and
                     "s.csv (row 'a') links_from: value 'deepep': expected vllm, sglang or trtllm, optionally @VERSION");
   const auto with_links = check_serving(parse_serving_csv(header_links + row_links + "sglang\n", "s.csv"));
   CHECK(with_links.front().command.find(" --links-from sglang") != std::string::npos);
+  // The optional eager_launch_us column: the host's time per kernel launch, passed as the flag.
+  const std::string header_eager = header.substr(0, header.size() - 1) + ",eager_launch_us\n";
+  const std::string row_eager = "a,step,total,llama-2-7b-hf,h100-sxm,trtllm,prefill,1,1,1,1,1,128,,,,,false,,,fp8_tensor,fp8,ttft_s,0.007,H,src,";
+  const auto eager = check_serving(parse_serving_csv(header_eager + row_eager + "26\n", "s.csv"));
+  const auto graphs = check_serving(parse_serving_csv(header_eager + row_eager + "\n", "s.csv"));
+  CHECK(eager.front().command.find(" --eager-launch-us 26") != std::string::npos);
+  CHECK(graphs.front().command.find("--eager-launch-us") == std::string::npos);
+  CHECK(eager.front().predicted > graphs.front().predicted);
+  CHECK(serving_error(header_eager + row_eager + "-1\n") == "s.csv, row 2: key 'eager_launch_us' = -1: expected a number from 0 to 1000000");
+  CHECK(serving_error(header_eager + row_eager + "fast\n").rfind("s.csv, row 2: key 'eager_launch_us' = fast", 0) == 0);
   // A GPU or model the row names but the registry lacks is refused naming the row and its column.
   const auto gpu = parse_serving_csv(header + "a,step,total,deepseek-v3,h900,none,decode,1,8,8,1,64,4096,,,,,false,,,,,tpot_s,0.01,H,src\n", "s.csv");
   CHECK_THROWS_WITH(check_serving(gpu), "s.csv (row 'a') gpu: value 'h900': no bundled gpu or file by that name; did you mean 'h100'?");

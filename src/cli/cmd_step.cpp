@@ -31,6 +31,9 @@ void add_serving_flags(CLI::App* app, ServingFlags& f, bool layout_searched) {
                   "engine profile's, else 0)");
   app->add_option("--ep-mode", f.ep_mode, "auto | normal | low-latency: DeepEP's all-to-all kind (auto: normal for prefill, low latency for decode)")
       ->capture_default_str();
+  app->add_option("--eager-launch-us", f.eager_launch_us,
+                  "host time to launch one kernel when the engine runs steps without CUDA graphs, microseconds: a layer takes at least its "
+                  "kernels times this (default 0: launches hidden, as under CUDA graphs)");
   app->add_option("--links-from", f.links_from,
                   "ENGINE[@VERSION] | none: time the communication with that engine profile's link and all-to-all efficiencies and latencies "
                   "(sglang: its DeepEP fit), not its overheads (default: --engine's)");
@@ -103,6 +106,11 @@ StepRequest ServingFlags::resolve(const ModelSpec& m, const HardwareSpec& hw, co
     if (!m.moe) fail_flag("--ll-sm-us-per-token", v, fmt::format("{} has no routed experts to dispatch", m.name));
     if (!layout_searched && par.ep <= 1) fail_flag("--ll-sm-us-per-token", v, "no all-to-all without --ep > 1");
     req.ll_sm_per_token = Seconds{ll_sm_us_per_token * 1e-6};
+  }
+  if (app->count("--eager-launch-us")) {
+    if (!(eager_launch_us >= 0 && eager_launch_us <= 1e6))
+      fail_flag("--eager-launch-us", fmt::format("{}", eager_launch_us), "expected microseconds per kernel from 0 to 1000000");
+    req.eager_launch = Seconds{eager_launch_us * 1e-6};
   }
   return req;
 }

@@ -108,6 +108,7 @@ struct ServingFlags {
   bool tbo = false;
   std::int64_t comm_sms = 0;
   double ll_sm_us_per_token = 0;
+  double eager_launch_us = 0;
   std::string ep_mode = "auto";
   std::string links_from;  // empty: --engine's link efficiencies
   // Everything of a step but its workload's batch and phase (the layout, dtypes left to the caller).

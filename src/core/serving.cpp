@@ -724,6 +724,18 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
       }
       bound_time = std::max(compute_bound, comm_bound);
     }
+    if (req.eager_launch.value > 0) {
+      // Without CUDA graphs the GPU waits whenever the host launches a layer's kernels more slowly
+      // than the GPU runs them: in steady state a layer takes the longer of the two.
+      double launches = 0;
+      for (const Part& p : L.ops) launches += p.count;
+      for (const Transfer& tr : L.transfers) launches += tr.count;
+      const Seconds host = req.eager_launch * launches;
+      if (host > k.time) {
+        out.launch_wait += (host - k.time) * n;
+        k.time = host;
+      }
+    }
     out.compute += k.compute * n;
     out.communication += k.communication * n;
     out.overlap_saving += (k.compute + k.communication - k.time) * n;
@@ -741,9 +753,9 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
                                                        : req.overheads.per_step_decode;
   StepRow& oh = rows[static_cast<int>(StepComponent::overhead)];
   oh.layers = 1;
-  oh.time = overhead;
+  oh.time = overhead + out.launch_wait;  // the wait is already in its layers' times
   oh.bound_by = "fixed";
-  out.overhead = overhead;
+  out.overhead = overhead + out.launch_wait;
   out.step_time += overhead;
   for (StepRow& r : rows) {
     if (r.layers == 0) r.layers = 1;  // once per step

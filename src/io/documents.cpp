@@ -670,6 +670,8 @@ Document step_document(const ModelSpec& m, const RooflineUsed& r, const StepRequ
       {"communication_s", "communication", st.communication.value, Unit::seconds},
       {"overlap_saving_s", "hidden by overlap", st.overlap_saving.value, Unit::seconds},
       {"comm_kernels_sm_s", "all-to-all SM time (in compute)", st.comm_kernels_sm.value, Unit::seconds},
+      {"eager_launch_s", "host launch per kernel (eager)", req.eager_launch.value, Unit::seconds},
+      {"launch_wait_s", "GPU waiting on launches", st.launch_wait.value, Unit::seconds},
       {"overhead_s", "engine overhead", st.overhead.value, Unit::seconds},
       {"step_time_s", "step time", st.step_time.value, Unit::seconds},
       {"sol_step_time_s", "step time at speed of light", st.step_bound.value, Unit::seconds},

@@ -38,7 +38,7 @@ const std::vector<std::string>& step_metrics() {
 
 std::vector<ServingMeasurement> parse_serving_csv(const std::string& text, const std::string& where) {
   std::vector<ServingMeasurement> out;
-  for (const CsvCells& c : csv_records(text, where, columns(), {"ll_sm_us_per_token", "links_from"})) {
+  for (const CsvCells& c : csv_records(text, where, columns(), {"ll_sm_us_per_token", "links_from", "eager_launch_us"})) {
     ServingMeasurement r;
     r.file = where;
     r.id = c.required("id");
@@ -64,6 +64,7 @@ std::vector<ServingMeasurement> parse_serving_csv(const std::string& text, const
     r.ll_sm_us_per_token = c.number("ll_sm_us_per_token", 0, 1e6);
     if (r.ll_sm_us_per_token && !r.tbo) fail_key(c.where, "ll_sm_us_per_token", c.text("ll_sm_us_per_token"), "applies with tbo true");
     r.links_from = c.text("links_from");
+    r.eager_launch_us = c.number("eager_launch_us", 0, 1e6);
     r.weight_dtype = c.text("weight_dtype");
     r.kv_dtype = c.text("kv_dtype").empty() ? std::string("bf16") : c.text("kv_dtype");
     r.confidence = c.one_of("confidence", {"H", "M", "L"});
@@ -125,6 +126,7 @@ std::string command_of(const ServingMeasurement& r) {
   if (r.ll_sm_us_per_token) cmd += fmt::format(" --ll-sm-us-per-token {}", *r.ll_sm_us_per_token);
   if (r.moe_imbalance) cmd += fmt::format(" --moe-imbalance {}", *r.moe_imbalance);
   if (!r.links_from.empty()) cmd += " --links-from " + r.links_from;
+  if (r.eager_launch_us) cmd += fmt::format(" --eager-launch-us {}", *r.eager_launch_us);
   if (!r.weight_dtype.empty()) cmd += " --weight-dtype " + r.weight_dtype;
   if (r.kv_dtype != "bf16") cmd += " --kv-dtype " + r.kv_dtype;
   return cmd;
@@ -175,6 +177,7 @@ std::vector<ServingCheck> check_serving(const std::vector<ServingMeasurement>& r
     req.two_batch_overlap = r.tbo;
     if (r.comm_sms) req.comm_sms = static_cast<double>(*r.comm_sms);
     if (r.ll_sm_us_per_token) req.ll_sm_per_token = Seconds{*r.ll_sm_us_per_token * 1e-6};
+    if (r.eager_launch_us) req.eager_launch = Seconds{*r.eager_launch_us * 1e-6};
     ServingCheck c;
     c.row = r;
     c.command = command_of(r);

@@ -140,6 +140,10 @@ struct StepRequest {
   // dense_mlp_over_dp and moe_over_dp).
   bool dense_mlp_over_dp = false, moe_over_dp = false;
   EpMode ep_mode = EpMode::automatic;
+  // Host time to launch one kernel when the engine runs the step without CUDA graphs (0: launches
+  // hidden, as a captured graph hides them). The host enqueues a layer's kernels while the GPU runs
+  // the ones before, so a layer takes at least its kernels (collectives included) times this.
+  Seconds eager_launch{0};
   std::optional<EnginePolicy> policy;  // the attention dispatch rule; none: the fastest feasible path
   std::optional<Bytes> workspace_budget;
   StepOverheads overheads;
@@ -174,7 +178,8 @@ struct StepResult {
   std::vector<LayerKindRow> layer_kinds;
   std::string attention_path;        // absorb, expand, chunked, sparse, split, standard
   std::string attention_detail;
-  Seconds compute{0}, communication{0}, overhead{0};
+  Seconds compute{0}, communication{0}, overhead{0};  // overhead: the engine's per step and launch_wait
+  Seconds launch_wait{0};     // the GPU idle while the host launches kernels (eager_launch)
   Seconds overlap_saving{0};  // communication hidden under compute by two-batch overlap
   Seconds comm_kernels_sm{0};  // the low-latency all-to-all kernels' SM time under overlap (in compute)
   Seconds step_time{0};

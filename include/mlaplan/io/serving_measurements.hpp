@@ -9,7 +9,9 @@
 //   prompt tokens), isl, osl (plan), mtp, mtp_accept, tbo (true | false), comm_sms (empty: the engine's),
 //   moe_imbalance (empty: the engine's), weight_dtype, kv_dtype, metric, measured, confidence (H | M | L), source;
 //   optional: ll_sm_us_per_token (with tbo, decode: the low-latency kernels' SM time per token a rank
-//   dispatches and MoE layer, microseconds; empty or absent: the engine's)
+//   dispatches and MoE layer, microseconds; empty or absent: the engine's), links_from (an engine
+//   whose link efficiencies time the communication), eager_launch_us (the host's time per kernel
+//   launch when the engine runs without CUDA graphs, microseconds; empty or absent: 0)
 // Metrics: step_time_s, tpot_s, ttft_s, tokens_per_s_per_gpu, moe_layer_s (one MoE layer after
 // overlap), layer_<category>_s (attention, gemm, moe, dispatch, combine, other: one MoE layer's
 // kernels of that category, before overlap); plan: best_tokens_per_s_per_gpu.
@@ -36,6 +38,7 @@ struct ServingMeasurement {
   std::optional<std::int64_t> comm_sms;
   std::string links_from;  // optional column: the engine profile whose link efficiencies time the communication (empty: the row's engine's)
   std::optional<double> ll_sm_us_per_token;  // optional column: the low-latency kernels' SM time per token and layer
+  std::optional<double> eager_launch_us;     // optional column: host time per kernel launch without CUDA graphs
   double measured = 0;
 };
 
