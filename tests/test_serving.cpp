@@ -124,6 +124,39 @@ TEST_CASE("Worked example: DeepSeek-V3's small kernels around attention and the 
   CHECK(other_bf->bytes.value == Approx(expected - 3 * (attn_quant + t * h * q8 + t * 18432 * q8) - 58 * (attn_quant + t * h * q8 + t * 2048 * q8 + routed_quant)));
 }
 
+TEST_CASE("Worked example: the expanded path's keys are assembled, each head's K_nope copied beside its RoPE part", "[serving]") {
+  // DeepSeek-V3 prefill on 8 H200s, DP8: 1,024 tokens per rank. kv_b_proj writes 128 heads x (128
+  // K_nope + 128 V) per token; the expanded path copies K_nope into the 192-wide keys: per layer
+  // 1,024 x 128 x 128 bf16 values read and as many written, over all 61 layers. A rule that runs the
+  // same batch absorbed (the latent read as it is) has every other small kernel and not the copy.
+  const ModelSpec m = test::model("deepseek-v3");
+  const HardwareSpec hw = load_gpu("h200");
+  auto other_bytes = [&](double threshold, std::string& path) {
+    StepRequest req;
+    req.phase = Phase::prefill;
+    req.w.par = Parallelism{1, 8, 8};
+    req.weights = default_weight_plan(m);
+    req.w.groups = {SequenceGroup{64, 128, 0}};
+    req.gpus_per_node = 8;
+    req.links = links_for(hw, StepOverheads{});
+    EnginePolicy rule;
+    rule.rule = ExtendRule::query_split;  // Q <= threshold absorbs
+    rule.threshold = threshold;
+    req.policy = rule;
+    const StepResult r = step_time(m, hw, roofline_for(hw, DType::bf16, Efficiency{}), req);
+    path = r.attention_path;
+    const StepRow* other = row(r, StepComponent::elementwise);
+    REQUIRE(other);
+    CHECK((std::find(other->ops.begin(), other->ops.end(), OpId::k_nope_copy) != other->ops.end()) == (path == "expand"));
+    return other->bytes.value;
+  };
+  std::string expanded, absorbed;
+  const double with_copy = other_bytes(0, expanded), without = other_bytes(1e9, absorbed);
+  REQUIRE(expanded == "expand");
+  REQUIRE(absorbed == "absorb");
+  CHECK(with_copy - without == Approx(61 * 2 * 1024.0 * 128 * 128 * 2).epsilon(1e-12));  // 4,093,640,704 B
+}
+
 TEST_CASE("Worked example: expert-parallel prefill scatters tokens to expert rows and gathers them back", "[serving]") {
   // DeepSeek-V3 prefill on 8 H200s, EP8 DP8: 64 sequences of 128 tokens, 1,024 tokens per rank. Each
   // rank receives 1,024·8 = 8,192 (token, expert) pairs; a token reaches a rank holding 32 of the 256

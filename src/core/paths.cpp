@@ -76,6 +76,7 @@ std::string_view to_string(OpId id) {
     case OpId::kv_store: return "kv_store";
     case OpId::topk_gate: return "topk_gate";
     case OpId::moe_sum: return "moe_sum";
+    case OpId::k_nope_copy: return "k_nope_copy";
   }
   return "?";
 }
@@ -103,7 +104,8 @@ OpKind kind_of(OpId id) {
     case OpId::rope:
     case OpId::kv_store:
     case OpId::topk_gate:
-    case OpId::moe_sum: return OpKind::elementwise;
+    case OpId::moe_sum:
+    case OpId::k_nope_copy: return OpKind::elementwise;
     case OpId::expert_gate_up:
     case OpId::expert_down: return OpKind::grouped_gemm;
     case OpId::indexer_scores: return OpKind::indexer;

@@ -335,12 +335,33 @@ void add_mla_glue(const Ctx& c, LayerParts& L, double tokens, double micro) {
   }
 }
 
+// The expanded path's keys are assembled before the attention: kv_b_proj writes each head's K_nope
+// and V side by side, and the engines copy K_nope into a key buffer of width d_n + d_r whose RoPE part
+// the broadcast fills (SGLang at v0.4.9.post2, python/sglang/srt/models/deepseek_v2.py, forward_normal
+// and the chunked-prefix loop: k = torch.empty(...); k[..., :qk_nope_head_dim] = k_nope; vLLM's
+// concat_and_cast_mha_k; DeepSeek's own inference/model.py: torch.cat([k_nope, k_pe.expand(...)])).
+// V stays a strided view of kv_b_proj's output. Per expanded key and head: d_n values read and written.
+void add_key_assembly(const Ctx& c, LayerParts& L, const PathResult& path, double layers, double micro) {
+  const MlaDims& a = *c.m.mla;
+  const double d_n = static_cast<double>(a.qk_nope_head_dim), d_v = static_cast<double>(a.v_head_dim);
+  for (const OpRow& r : path.ops) {
+    if (r.op.id != OpId::kv_up_proj && r.op.id != OpId::kv_up_proj_chunk) continue;
+    Op copy;
+    copy.id = OpId::k_nope_copy;
+    copy.bytes_read = BytesF{r.op.bytes_written.value * d_n / (d_n + d_v)};  // kv_b_proj's output: K_nope and V per head
+    copy.bytes_written = copy.bytes_read;
+    copy.tiling.launches = r.op.tiling.launches;  // one copy per chunk
+    L.ops.push_back({StepComponent::elementwise, copy, micro * static_cast<double>(r.layers) / layers});
+  }
+}
+
 // One layer's attention of `tokens` new tokens per rank: the path's ops and the kernels around them
 // (MLA's glue; block-fp8 QKV and output projections quantise their inputs first, as the MLP's GEMMs do).
 void add_attention_layer(const Ctx& c, LayerParts& L, const PathResult& path, double tokens, double layers, double micro) {
   add_attention(L, path, layers, micro);
   if (c.m.is_mla()) {
     add_mla_glue(c, L, tokens, micro);
+    add_key_assembly(c, L, path, layers, micro);
   } else if (c.attention_weights == WeightDtype::fp8) {
     add_quant(c, L, tokens * static_cast<double>(c.m.hidden), micro);
     add_quant(c, L, tokens * static_cast<double>(c.m.heads) / c.tp * static_cast<double>(c.m.head_dim), micro);

@@ -46,8 +46,9 @@ enum class OpId {
   kv_store,    // the new tokens' latent rows written into the paged cache
   topk_gate,   // the router's logits to each token's top-k experts and weights
   moe_sum,     // shared experts' output plus the routed experts' combined output
+  k_nope_copy,  // MLA's expanded keys: each head's K_nope copied from kv_b_proj's output into the 192-wide key buffer
 };
-inline constexpr int kOpIdCount = static_cast<int>(OpId::moe_sum) + 1;
+inline constexpr int kOpIdCount = static_cast<int>(OpId::k_nope_copy) + 1;
 std::string_view to_string(OpId id);
 // The kind of kernel an op runs as (the efficiency family it belongs to).
 OpKind kind_of(OpId id);
