@@ -57,13 +57,12 @@ def main():
     measured = {r['id']: float(r['measured']) for r in rows}
     values = {v: predictions(mlaplan, header, rows, v) for v in GRID}
     fit = best(values, measured, ids)
-    loo = {i: values[best(values, measured, [j for j in ids if j != i])][i] for i in ids}
+    left = {i: best(values, measured, [j for j in ids if j != i]) for i in ids}
     print(f'eager_launch_us fitted on {len(ids)} rows ({prefix}*): {fit:g} us per kernel launch')
     print(f'{"row":34} {"measured":>10} {"no launch":>10} {"fitted":>10} {"left out":>10} {"fit w/o row":>11}')
     for i in ids:
-        left = best(values, measured, [j for j in ids if j != i])
         err = lambda p: f'{p / measured[i] - 1:+.1%}'
-        print(f'{i:34} {measured[i]:10.4g} {err(values[0.0][i]):>10} {err(values[fit][i]):>10} {err(loo[i]):>10} {left:11g}')
+        print(f'{i:34} {measured[i]:10.4g} {err(values[0.0][i]):>10} {err(values[fit][i]):>10} {err(values[left[i]][i]):>10} {left[i]:11g}')
 
 
 if __name__ == '__main__':

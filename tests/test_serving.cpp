@@ -131,7 +131,7 @@ TEST_CASE("Worked example: the expanded path's keys are assembled, each head's K
   // same batch absorbed (the latent read as it is) has every other small kernel and not the copy.
   const ModelSpec m = test::model("deepseek-v3");
   const HardwareSpec hw = load_gpu("h200");
-  auto other_bytes = [&](double threshold, std::string& path) {
+  auto other_bytes = [&](double threshold, std::string& path, double chunk = 0) {
     StepRequest req;
     req.phase = Phase::prefill;
     req.w.par = Parallelism{1, 8, 8};
@@ -142,12 +142,13 @@ TEST_CASE("Worked example: the expanded path's keys are assembled, each head's K
     EnginePolicy rule;
     rule.rule = ExtendRule::query_split;  // Q <= threshold absorbs
     rule.threshold = threshold;
+    rule.chunk_tokens = chunk;
     req.policy = rule;
     const StepResult r = step_time(m, hw, roofline_for(hw, DType::bf16, Efficiency{}), req);
     path = r.attention_path;
     const StepRow* other = row(r, StepComponent::elementwise);
     REQUIRE(other);
-    CHECK((std::find(other->ops.begin(), other->ops.end(), OpId::k_nope_copy) != other->ops.end()) == (path == "expand"));
+    CHECK((std::find(other->ops.begin(), other->ops.end(), OpId::k_nope_copy) != other->ops.end()) == (path != "absorb"));
     return other->bytes.value;
   };
   std::string expanded, absorbed;
@@ -155,6 +156,10 @@ TEST_CASE("Worked example: the expanded path's keys are assembled, each head's K
   REQUIRE(expanded == "expand");
   REQUIRE(absorbed == "absorb");
   CHECK(with_copy - without == Approx(61 * 2 * 1024.0 * 128 * 128 * 2).epsilon(1e-12));  // 4,093,640,704 B
+  // Expanded 256 keys at a time, the copies together move the same bytes.
+  std::string chunked;
+  CHECK(other_bytes(0, chunked, 256) - without == Approx(61 * 2 * 1024.0 * 128 * 128 * 2).epsilon(1e-12));
+  CHECK(chunked == "chunked");
 }
 
 TEST_CASE("Worked example: expert-parallel prefill scatters tokens to expert rows and gathers them back", "[serving]") {
@@ -726,9 +731,11 @@ TEST_CASE("Worked example: steps without CUDA graphs wait on the host's launches
   test::expect_refusal(base + " --eager-launch-us -1", "--eager-launch-us: value '-1': expected microseconds per kernel from 0 to 1000000");
   test::expect_refusal("plan --model llama-2-7b-hf --gpu h100-sxm --sequences 8 --context 4096 --eager-launch-us 10",
                        "--eager-launch-us: value '10': --sequences asks the memory-only question; it takes no serving flags");
+  test::expect_refusal("plan --model llama-2-7b-hf --gpu h100-sxm --sequences 8 --context 4096 --links-from sglang",
+                       "--links-from: value 'sglang': --sequences asks the memory-only question; it takes no serving flags");
 }
 
-TEST_CASE("Every bundled model: a launch-bound step is the longer of host and GPU per layer, never faster", "[serving][property]") {
+TEST_CASE("Every bundled model: a launch-bound step waits on the host, never runs faster, and its parts still add up", "[serving][property]") {
   const HardwareSpec hw = load_gpu("h100-sxm");
   const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
   for (const ModelSpec& m : test::all_models()) {
@@ -745,25 +752,94 @@ TEST_CASE("Every bundled model: a launch-bound step is the longer of host and GP
       INFO(m.name << " " << to_string(phase));
       CHECK(base.launch_wait.value == 0);
       Seconds previous = base.step_time;
-      for (double us : {1.0, 10.0, 100.0, 1e6}) {
+      double one_second = 0;
+      for (double us : {1.0, 10.0, 100.0, 1e6, 2e6}) {
         req.eager_launch = Seconds{us * 1e-6};
         const StepResult st = step_time(m, hw, rf, req);
         INFO(us << " us per launch");
         CHECK(st.step_time >= previous);
         CHECK(st.step_time.value == Approx(base.step_time.value + st.launch_wait.value).epsilon(1e-12));
         CHECK(st.compute.value == Approx(base.compute.value));
+        CHECK(st.overlap_saving.value == Approx(base.overlap_saving.value).margin(1e-12));  // the wait is not an overlap
+        double rows = 0;
+        for (const StepRow& r : st.rows) rows += r.time.value;
+        CHECK(rows == Approx(st.compute.value + st.communication.value + st.overhead.value));
+        CHECK(st.step_time.value == Approx(st.compute.value + st.communication.value - st.overlap_saving.value + st.overhead.value));
         for (const LayerKindRow& k : st.layer_kinds) CHECK(k.time >= k.compute);
         previous = st.step_time;
         if (us == 1e6) {
           // A second per launch: every layer waits on the host, so the step is a whole number of
           // launches, at least one per layer.
-          const double launches = st.step_time.value / 1.0;
-          CHECK(launches == Approx(std::round(launches)).epsilon(1e-9));
-          CHECK(launches >= static_cast<double>(m.num_layers()));
+          one_second = st.step_time.value;
+          CHECK(one_second == Approx(std::round(one_second)).epsilon(1e-9));
+          CHECK(one_second >= static_cast<double>(m.num_layers()));
         }
+        if (us == 2e6) CHECK(st.step_time.value == Approx(2 * one_second).epsilon(1e-9));  // wholly the host's: twice the launch, twice the step
       }
     }
   }
+}
+
+TEST_CASE("Launches are counted per micro-batch and per chunk, and a lead the host built up hides a later launch-bound layer", "[serving]") {
+  const ModelSpec m = test::model("deepseek-v3");
+  const HardwareSpec hw = load_gpu("h800");
+  const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
+  auto request = [&](Phase phase, std::int64_t batch, double context) {
+    StepRequest req;
+    req.phase = phase;
+    req.w.par = Parallelism{1, 8, 8};
+    req.weights = default_weight_plan(m);
+    req.w.groups = {step_group(phase, batch, context, 0)};
+    req.gpus_per_node = 8;
+    req.links = links_for(hw, StepOverheads{});
+    req.eager_launch = Seconds{1};  // a second per launch: every layer's time is its launches
+    return req;
+  };
+  auto per_layer = [](const StepResult& r, const std::string& kind) {
+    for (const LayerKindRow& k : r.layer_kinds)
+      if (k.kind == kind) return k.time.value;
+    return 0.0;
+  };
+  // Two-batch overlap launches every kernel and collective of a layer once per micro-batch.
+  StepRequest one = request(Phase::decode, 64, 4096);
+  StepRequest two = one;
+  two.two_batch_overlap = true;
+  const StepResult a = step_time(m, hw, rf, one), b = step_time(m, hw, rf, two);
+  for (const char* kind : {"dense", "moe"}) {
+    INFO(kind);
+    CHECK(per_layer(a, kind) > 5);
+    CHECK(per_layer(b, kind) == Approx(2 * per_layer(a, kind)));
+  }
+  CHECK(per_layer(b, "once") == Approx(per_layer(a, "once")));
+  // The chunked path launches its up-projection, key copy and attention once per chunk: 1,024
+  // tokens per rank in chunks of 256 keys add at least 3 launches for each of the 3 further chunks.
+  StepRequest expanded = request(Phase::prefill, 64, 128);
+  EnginePolicy rule;
+  rule.rule = ExtendRule::query_split;  // every prompt expands
+  expanded.policy = rule;
+  StepRequest chunked = expanded;
+  rule.chunk_tokens = 256;
+  chunked.policy = rule;
+  const StepResult e = step_time(m, hw, rf, expanded), c = step_time(m, hw, rf, chunked);
+  REQUIRE(e.attention_path == "expand");
+  REQUIRE(c.attention_path == "chunked");
+  CHECK(per_layer(c, "moe") - per_layer(e, "moe") >= 9);
+  // A long prompt's GPU-bound layers put the host ahead; the few kernels after them (the final norm,
+  // lm_head, sampling) launch from that lead and the GPU never waits.
+  const ModelSpec llama = test::model("llama-2-7b-hf");
+  const HardwareSpec h100 = load_gpu("h100-sxm");
+  StepRequest prompt;
+  prompt.phase = Phase::prefill;
+  prompt.weights = default_weight_plan(llama);
+  prompt.w.groups = {SequenceGroup{1, 2048, 0}};
+  prompt.links = links_for(h100, StepOverheads{});
+  const Roofline rh = default_roofline(h100, DType::bf16, bundled_efficiency());
+  const StepResult gpu_bound = step_time(llama, h100, rh, prompt);
+  const double once_gpu = per_layer(gpu_bound, "once");
+  prompt.eager_launch = Seconds{once_gpu / 4 * 1.5};  // alone, the 4 once-per-step kernels would wait
+  const StepResult led = step_time(llama, h100, rh, prompt);
+  CHECK(led.launch_wait.value == 0);
+  CHECK(led.step_time.value == Approx(gpu_bound.step_time.value));
 }
 
 TEST_CASE("step --links-from times the communication with another profile's links, not its overheads", "[serving][cli]") {

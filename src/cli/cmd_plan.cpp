@@ -39,7 +39,7 @@ Document plan(const PlanFlags& f, CLI::App* app, Context& ctx) {
   const std::optional<WeightDtype> wd = f.weight_dtype.empty() ? std::nullopt : std::optional<WeightDtype>(resolve_weight_dtype(f.weight_dtype));
   if (app->count("--sequences")) {
     for (const char* flag : {"--ttft-ms", "--tpot-ms", "--rate", "--isl", "--osl", "--engine", "--mtp", "--mtp-accept", "--moe-imbalance", "--tbo",
-                             "--comm-sms", "--ll-sm-us-per-token", "--eager-launch-us", "--ep-mode", "--max-batch", "--dtype", "--eta-compute", "--eta-memory", "--sol", "--launch-us",
+                             "--comm-sms", "--ll-sm-us-per-token", "--eager-launch-us", "--links-from", "--ep-mode", "--max-batch", "--dtype", "--eta-compute", "--eta-memory", "--sol", "--launch-us",
                              "--tp", "--dp", "--ep"})
       if (app->count(flag)) fail_flag(flag, app->get_option(flag)->as<std::string>(), "--sequences asks the memory-only question; it takes no serving flags");
     if (!app->count("--context")) fail_flag("--sequences", std::to_string(f.sequences), "give --context, the tokens each sequence holds");

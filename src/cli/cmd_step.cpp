@@ -32,8 +32,9 @@ void add_serving_flags(CLI::App* app, ServingFlags& f, bool layout_searched) {
   app->add_option("--ep-mode", f.ep_mode, "auto | normal | low-latency: DeepEP's all-to-all kind (auto: normal for prefill, low latency for decode)")
       ->capture_default_str();
   app->add_option("--eager-launch-us", f.eager_launch_us,
-                  "host time to launch one kernel when the engine runs steps without CUDA graphs, microseconds: a layer takes at least its "
-                  "kernels times this (default 0: launches hidden, as under CUDA graphs)");
+                  "host time to launch one kernel when the engine runs steps without CUDA graphs, microseconds: the GPU waits where the "
+                  "host launches kernels more slowly than it runs them (default 0: launches hidden, as under CUDA graphs; --launch-us is "
+                  "a GPU cost per op instead)");
   app->add_option("--links-from", f.links_from,
                   "ENGINE[@VERSION] | none: time the communication with that engine profile's link and all-to-all efficiencies and latencies "
                   "(sglang: its DeepEP fit), not its overheads (default: --engine's)");

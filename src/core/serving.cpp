@@ -662,6 +662,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   // Time every part, then sum by component and by layer kind.
   std::vector<StepRow> rows(kStepComponentCount);
   for (int i = 0; i < kStepComponentCount; ++i) rows[i].component = static_cast<StepComponent>(i);
+  Seconds host_lead{0};  // eager launches: the GPU work the host has queued ahead of the GPU
   auto layer_time = [&](const LayerParts& L, double n, const std::string& kind) {
     LayerKindRow k{kind, static_cast<std::int64_t>(n)};
     Seconds compute_bound{0}, comm_bound{0};
@@ -745,21 +746,24 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
       }
       bound_time = std::max(compute_bound, comm_bound);
     }
-    if (req.eager_launch.value > 0) {
-      // Without CUDA graphs the GPU waits whenever the host launches a layer's kernels more slowly
-      // than the GPU runs them: in steady state a layer takes the longer of the two.
-      double launches = 0;
-      for (const Part& p : L.ops) launches += p.count;
-      for (const Transfer& tr : L.transfers) launches += tr.count;
-      const Seconds host = req.eager_launch * launches;
-      if (host > k.time) {
-        out.launch_wait += (host - k.time) * n;
-        k.time = host;
-      }
-    }
     out.compute += k.compute * n;
     out.communication += k.communication * n;
     out.overlap_saving += (k.compute + k.communication - k.time) * n;
+    if (req.eager_launch.value > 0 && n > 0) {
+      // Without CUDA graphs the host launches every kernel (a chunked op once per chunk) while the
+      // GPU runs the ones before. As a fluid queue over the step's layers in the order they run: a
+      // layer the GPU takes longer over than the host puts the host that much ahead; a layer the host
+      // launches more slowly than the GPU runs it first drains that lead, and the rest is the GPU's
+      // wait, added to the layer's time.
+      double launches = 0;
+      for (const Part& p : L.ops) launches += p.count * std::max(1.0, p.op.tiling.launches);
+      for (const Transfer& tr : L.transfers) launches += tr.count;
+      const Seconds behind = (req.eager_launch * launches - k.time) * n;  // host minus GPU over the kind's layers
+      const Seconds wait = std::max(Seconds{0}, behind - host_lead);
+      host_lead = std::max(Seconds{0}, host_lead - behind);
+      out.launch_wait += wait;
+      k.time += wait / n;
+    }
     out.step_time += k.time * n;
     out.step_bound += bound_time * n;
     if (n > 0) out.layer_kinds.push_back(k);
