@@ -146,7 +146,7 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   } else {
     t.memory = Seconds{op.bytes().value / (bandwidth.value * k.eta_memory * t.memory_waves)};
   }
-  t.fixed = Seconds{std::max(1.0, tl.launches) * (k.fixed.value + tl.sequences * k.per_sequence.value)};
+  t.fixed = Seconds{tl.kernel_launches() * (k.fixed.value + tl.sequences * k.per_sequence.value)};
   return t;
 }
 

@@ -341,27 +341,30 @@ void add_mla_glue(const Ctx& c, LayerParts& L, double tokens, double micro) {
 // and the chunked-prefix loop: k = torch.empty(...); k[..., :qk_nope_head_dim] = k_nope; vLLM's
 // concat_and_cast_mha_k; DeepSeek's own inference/model.py: torch.cat([k_nope, k_pe.expand(...)])).
 // V stays a strided view of kv_b_proj's output. Per expanded key and head: d_n values read and written.
-void add_key_assembly(const Ctx& c, LayerParts& L, const PathResult& path, double layers, double micro) {
+// One copy for each up-projection among the layer's parts from `first` on, as often as it runs.
+void add_key_assembly(const Ctx& c, LayerParts& L, std::size_t first) {
   const MlaDims& a = *c.m.mla;
   const double d_n = static_cast<double>(a.qk_nope_head_dim), d_v = static_cast<double>(a.v_head_dim);
-  for (const OpRow& r : path.ops) {
-    if (r.op.id != OpId::kv_up_proj && r.op.id != OpId::kv_up_proj_chunk) continue;
+  for (std::size_t i = first, end = L.ops.size(); i < end; ++i) {
+    const Part up = L.ops[i];  // a copy: push_back below may reallocate
+    if (up.op.id != OpId::kv_up_proj && up.op.id != OpId::kv_up_proj_chunk) continue;
     Op copy;
     copy.id = OpId::k_nope_copy;
-    copy.bytes_read = BytesF{r.op.bytes_written.value * d_n / (d_n + d_v)};  // kv_b_proj's output: K_nope and V per head
+    copy.bytes_read = BytesF{up.op.bytes_written.value * d_n / (d_n + d_v)};  // kv_b_proj's output: K_nope and V per head
     copy.bytes_written = copy.bytes_read;
-    copy.tiling.launches = r.op.tiling.launches;  // one copy per chunk
-    L.ops.push_back({StepComponent::elementwise, copy, micro * static_cast<double>(r.layers) / layers});
+    copy.tiling.launches = up.op.tiling.launches;  // one copy per chunk
+    L.ops.push_back({StepComponent::elementwise, copy, up.count});
   }
 }
 
 // One layer's attention of `tokens` new tokens per rank: the path's ops and the kernels around them
 // (MLA's glue; block-fp8 QKV and output projections quantise their inputs first, as the MLP's GEMMs do).
 void add_attention_layer(const Ctx& c, LayerParts& L, const PathResult& path, double tokens, double layers, double micro) {
+  const std::size_t first = L.ops.size();
   add_attention(L, path, layers, micro);
   if (c.m.is_mla()) {
     add_mla_glue(c, L, tokens, micro);
-    add_key_assembly(c, L, path, layers, micro);
+    add_key_assembly(c, L, first);
   } else if (c.attention_weights == WeightDtype::fp8) {
     add_quant(c, L, tokens * static_cast<double>(c.m.hidden), micro);
     add_quant(c, L, tokens * static_cast<double>(c.m.heads) / c.tp * static_cast<double>(c.m.head_dim), micro);
@@ -756,7 +759,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
       // launches more slowly than the GPU runs it first drains that lead, and the rest is the GPU's
       // wait, added to the layer's time.
       double launches = 0;
-      for (const Part& p : L.ops) launches += p.count * std::max(1.0, p.op.tiling.launches);
+      for (const Part& p : L.ops) launches += p.count * p.op.tiling.kernel_launches();
       for (const Transfer& tr : L.transfers) launches += tr.count;
       const Seconds behind = (req.eager_launch * launches - k.time) * n;  // host minus GPU over the kind's layers
       const Seconds wait = std::max(Seconds{0}, behind - host_lead);
@@ -778,9 +781,9 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
                                                        : req.overheads.per_step_decode;
   StepRow& oh = rows[static_cast<int>(StepComponent::overhead)];
   oh.layers = 1;
-  oh.time = overhead + out.launch_wait;  // the wait is already in its layers' times
+  out.overhead = overhead + out.launch_wait;  // the wait is already in its layers' times
+  oh.time = out.overhead;
   oh.bound_by = "fixed";
-  out.overhead = overhead + out.launch_wait;
   out.step_time += overhead;
   for (StepRow& r : rows) {
     if (r.layers == 0) r.layers = 1;  // once per step

@@ -6,6 +6,7 @@
 // every number can be traced. Weights an op reads are read once per step (amortised over the
 // batch); caches are read once per sequence. Query lengths are real numbers so that crossovers
 // can be solved exactly; integral inputs give exact integral FLOPs.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -56,6 +57,7 @@ OpKind kind_of(OpId id);
 // How an op's kernel occupies the GPU, read by calibrated time (efficiency.hpp); 0 where not modelled.
 struct Tiling {
   double launches = 1;           // kernel launches (chunked expand: one per chunk)
+  double kernel_launches() const { return std::max(1.0, launches); }  // at least the one
   double sequences = 0;          // sequences one launch walks (its per-sequence cost)
   double ctas = 0;               // thread blocks of one launch (its wave efficiency)
   double split_k = 1;            // GEMMs: the most slices the reduction may split into (split-K) to fill the SMs

@@ -141,8 +141,8 @@ struct StepRequest {
   bool dense_mlp_over_dp = false, moe_over_dp = false;
   EpMode ep_mode = EpMode::automatic;
   // Host time to launch one kernel when the engine runs the step without CUDA graphs (0: launches
-  // hidden, as a captured graph hides them). The host enqueues a layer's kernels while the GPU runs
-  // the ones before, so a layer takes at least its kernels (collectives included) times this.
+  // hidden, as a captured graph hides them). The host enqueues kernels (collectives included) while
+  // the GPU runs the ones before; the GPU waits where the host falls behind (step_time).
   Seconds eager_launch{0};
   std::optional<EnginePolicy> policy;  // the attention dispatch rule; none: the fastest feasible path
   std::optional<Bytes> workspace_budget;
