@@ -84,6 +84,121 @@ TEST_CASE("calibrated time: fixed costs plus the slower of compute and memory in
   CHECK(eta_compute_for(k, false, true) == 0.5);
 }
 
+TEST_CASE("GQA decode runs TensorRT-LLM's dispatch: XQA's multi-block count, else MMHA", "[efficiency][example]") {
+  // XQA's blocks per sequence: one per 128 keys, at most round(sqrt(8 x that)), at least one.
+  CHECK(decode_blocks_per_sequence(2) == 1);
+  CHECK(decode_blocks_per_sequence(127) == 1);
+  CHECK(decode_blocks_per_sequence(1024) == 8);     // 8, and round(sqrt(64)) = 8
+  CHECK(decode_blocks_per_sequence(4096) == 16);    // 32 cut to round(sqrt(256))
+  CHECK(decode_blocks_per_sequence(65536) == 64);   // 512 cut to round(sqrt(4096))
+  Tiling t;
+  t.decode_kernel = true;
+  t.xqa_group = true;
+  t.split_k = 16;
+  // 8 blocks (4 sequences x 2 KV heads) x 16 = 128 CTAs, under 8 waves of 132 SMs: all 16 kept.
+  t.ctas = 8;
+  t.sequences = 8;
+  t.xqa_gain_blocks = 8 * 32;
+  t.mmha_ctas = 64;
+  t.mmha_key_tiles = 33;
+  CHECK(launched_ctas(t, 132) == 128);
+  // Exactly 8 waves: no cut (66 blocks x 16 = 1,056 = 8 x 132).
+  t.ctas = 66;
+  CHECK(launched_ctas(t, 132) == 66 * 16);
+  t.ctas = 8;
+  LaunchShape l = launch_shape(t, 132);
+  CHECK_FALSE(l.mmha);
+  CHECK(l.ctas == 128);
+  CHECK(l.sequences == 8);
+  // 128 blocks x 16 = 15.5 waves: cut by 15.5 / 8 to floor(16 / 1.94) = 8 blocks per sequence.
+  t.ctas = 128;
+  CHECK(launched_ctas(t, 132) == 128 * 8);
+  // 1,024 blocks: cut to one.
+  t.ctas = 1024;
+  CHECK(launched_ctas(t, 132) == 1024);
+  // Too few blocks for XQA to gain (4 x 2 x 1 x 16 < 132: short keys): MMHA, a block per query head
+  // and sequence, its keys split up to one wave, each block paying the per-sequence cost.
+  t.ctas = 8;
+  t.xqa_gain_blocks = 8;
+  t.mmha_key_tiles = 1;
+  l = launch_shape(t, 132);
+  CHECK(l.mmha);
+  CHECK(l.ctas == 64);
+  CHECK(l.sequences == 64);
+  t.mmha_key_tiles = 33;
+  CHECK(launch_shape(t, 132).ctas == 64 * 3);  // ⌈132 / 64⌉ tiles
+  t.mmha_key_tiles = 2;
+  CHECK(launch_shape(t, 132).ctas == 64 * 2);  // no more tiles than 128-key loops
+  // XQA once 4 x its blocks reach the SMs: 33 x 4 = 132.
+  t.xqa_gain_blocks = 33;
+  CHECK_FALSE(launch_shape(t, 132).mmha);
+  t.xqa_gain_blocks = 32.5;
+  CHECK(launch_shape(t, 132).mmha);
+  // A head group without an XQA kernel (1, or more than 32) runs MMHA however many blocks.
+  t.xqa_gain_blocks = 1e6;
+  CHECK_FALSE(launch_shape(t, 132).mmha);
+  t.xqa_group = false;
+  CHECK(launch_shape(t, 132).mmha);
+  // Calibrated time pays the per-sequence cost per MMHA block: 5 µs + 64 x 10 ns.
+  Op op;
+  op.id = OpId::attention;
+  op.bytes_read = BytesF{1e3};
+  op.tiling = t;
+  KernelEfficiency k{.fixed = Seconds{5e-6}, .per_sequence = Seconds{10e-9}, .eta_compute = 0.5, .eta_compute_fp8 = std::nullopt,
+                     .eta_compute_fp8_tensor = std::nullopt, .eta_memory = 0.8, .rows = 1};
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false).fixed.value == Approx(5e-6 + 64 * 10e-9));
+  // ... and XQA per block of its grid, one per sequence and KV head: 5 µs + 8 x 10 ns.
+  op.tiling.xqa_group = true;
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false).fixed.value == Approx(5e-6 + 8 * 10e-9));
+  // Not a decode kernel: the tiles and split-K of any other op, unchanged.
+  t = Tiling{};
+  t.ctas = 8;
+  t.split_k = 16;
+  t.sequences = 4;
+  CHECK(launched_ctas(t, 132) == 8 * 16);
+  CHECK(launch_shape(t, 132).sequences == 4);
+  t.split_k = 64;
+  CHECK(launched_ctas(t, 132) == 8 * 17);  // up to ⌈132 / 8⌉ slices
+}
+
+TEST_CASE("GQA decode's kernel by head group, on every bundled GQA/MHA model", "[efficiency][property]") {
+  for (const ModelSpec& m : test::all_models()) {
+    if (m.is_mla()) continue;
+    for (std::int64_t keys : {2, 512, 8191, 131071})
+      for (std::int64_t b : {1, 64}) {
+        Workload w;
+        w.par.tp = 1;
+        w.groups = {SequenceGroup{b, 1, static_cast<double>(keys - 1)}};
+        const Op att = [&] {
+          for (const Op& op : standard_path(m, w))
+            if (op.id == OpId::attention) return op;
+          return Op{};
+        }();
+        INFO(m.name << " keys " << keys << " batch " << b);
+        const double group = static_cast<double>(m.heads / m.kv_heads);
+        CHECK(att.tiling.decode_kernel);
+        CHECK(att.tiling.mmha_ctas == static_cast<double>(b * m.heads));
+        CHECK(att.tiling.xqa_group == (group > 1 && group <= 32));
+        const LaunchShape l = launch_shape(att.tiling, 132);
+        CHECK(l.sequences == (l.mmha ? static_cast<double>(b * m.heads) : static_cast<double>(b * m.kv_heads)));
+        if (group == 1 || group > 32) CHECK(l.mmha);
+        // The dispatch and the grid, derived here from the rules themselves.
+        const double kv = static_cast<double>(b * m.kv_heads);
+        const double per_seq = std::max(1.0, std::floor(static_cast<double>(keys) / 128));
+        const bool xqa = group > 1 && group <= 32 && 4 * kv * per_seq >= 132;
+        CHECK(l.mmha == !xqa);
+        if (xqa) {
+          double blocks = std::max(1.0, std::min(std::floor(static_cast<double>(keys) / 128), std::round(std::sqrt(8 * std::floor(static_cast<double>(keys) / 128)))));
+          if (kv * blocks / 132 > 8) blocks = std::max(1.0, std::floor(blocks / (kv * blocks / 132 / 8)));
+          CHECK(l.ctas == kv * blocks);
+        } else {
+          const double heads = static_cast<double>(b * m.heads);
+          CHECK(l.ctas == heads * std::min(std::max(1.0, std::ceil(static_cast<double>(keys) / 128)), std::max(1.0, std::ceil(132 / heads))));
+        }
+      }
+  }
+}
+
 TEST_CASE("latent decode without split-KV: one CTA per sequence and head tile walks every key", "[efficiency]") {
   // DeepSeek-V3 at 128 heads, bf16 cache (1,152 B per token), one sequence of 8,192 keys, on 108 SMs.
   const ModelSpec m = load_model("deepseek-v3");

@@ -117,15 +117,40 @@ TEST_CASE("GQA attention's grid packs a KV head's query heads into one tile and 
   CHECK(dec.tiling.decode_kernel);
   CHECK(family_of(dec) == KernelFamily::attention_decode);
   CHECK(dec.tiling.ctas == 4 * 2);                    // 4 sequences x 2 KV heads, 8 query rows each
-  CHECK(dec.tiling.split_k == 16);                    // 4,096 keys in slices of 256
+  CHECK(dec.tiling.split_k == 16);                    // XQA: 4,096 / 128 = 32 blocks, at most round(sqrt(8 x 32)) = 16
+  CHECK(dec.tiling.sequences == 4 * 2);               // its per-sequence cost is per (sequence, KV head) block
+  CHECK(dec.tiling.xqa_group);                        // a group of 8 has an XQA kernel
+  CHECK(dec.tiling.xqa_gain_blocks == 4 * 2 * 32);    // 4 sequences x 2 KV heads x 4,096 / 128
+  CHECK(dec.tiling.mmha_ctas == 4 * 16);              // MMHA: a block per query head and sequence
+  CHECK(dec.tiling.mmha_key_tiles == 32);             // ⌈4,096 / 128⌉
+  // Sequences of different lengths: XQA's test takes every block at the longest one's count.
+  w.groups = {SequenceGroup{1, 1, 3967}, SequenceGroup{1, 1, 1}};
+  const Op mixed = op_of(standard_path(l, w), OpId::attention);
+  CHECK(mixed.tiling.xqa_gain_blocks == 2 * 2 * 31);  // 2 sequences x 2 KV heads x ⌊3,968 / 128⌋
+  CHECK(mixed.tiling.split_k == 16);                  // 31 cut to round(sqrt(248)) = 16
+  CHECK(mixed.tiling.sequences == 2 * 2);
+  CHECK(mixed.tiling.mmha_key_tiles == 31);
   CHECK(dec.tiling.longest_cta_flops == 8.0 * 4096 * 2 * (128 + 128));
   // A speculative step's 3 tokens still run the decode kernel; a prompt the prefill one.
   w.spec_tokens = 2;
   w.groups = {SequenceGroup{4, 3, 4093}};
-  CHECK(op_of(standard_path(l, w), OpId::attention).tiling.decode_kernel);
+  const Op spec = op_of(standard_path(l, w), OpId::attention);
+  CHECK(spec.tiling.decode_kernel);
+  // ... on XQA's speculative kernels: any head group, never MMHA, one block per sequence and KV head.
+  CHECK(spec.tiling.xqa_group);
+  CHECK(spec.tiling.mmha_ctas == 0);
+  CHECK(spec.tiling.split_k == 1);
+  CHECK(spec.tiling.sequences == 4 * 2);
   w.groups = {SequenceGroup{2, 1024, 0}};
   const Op pre = op_of(standard_path(l, w), OpId::attention);
   CHECK_FALSE(pre.tiling.decode_kernel);
+  CHECK(pre.tiling.split_k == 4);                     // a prefill kernel splits keys in slices of 256
+  CHECK(pre.tiling.mmha_ctas == 0);
+  // A one-token prompt in a context phase runs the prefill kernel.
+  w.groups = {SequenceGroup{2, 1, 0}};
+  CHECK(op_of(standard_path(l, w), OpId::attention).tiling.decode_kernel);
+  w.context_phase = true;
+  CHECK_FALSE(op_of(standard_path(l, w), OpId::attention).tiling.decode_kernel);
   CHECK(family_of(pre) == KernelFamily::attention);
   CHECK(pre.tiling.ctas == 2 * (1024 * 8 / 128) * 2);  // 64 tiles of 128 packed rows per KV head
   CHECK(pre.tiling.longest_cta_flops == 128.0 * 1024 * 2 * (128 + 128));

@@ -286,6 +286,7 @@ void read_gqa_attention(const Table2& t, const std::vector<std::string>& row, st
   Workload w;
   w.kv = kv == "fp8" ? KvDtype::fp8 : KvDtype::bf16;
   w.groups = {SequenceGroup{static_cast<std::int64_t>(r.batch), r.query, r.len - r.query}};
+  w.context_phase = !decode;  // a one-token prompt is still timed on the context kernel
   const PathPlan plan = standard_path(m, w);
   const Op* op = plan.find(OpId::attention);
   if (!op) throw std::logic_error("--against: the standard path lacks its attention op");

@@ -123,14 +123,34 @@ double memory_wave_efficiency(double ctas, double sms, double reach) {
 
 double launched_ctas(const Tiling& t, double sms) {
   if (!(t.ctas > 0) || !(sms > 0)) return t.ctas;
+  if (t.decode_kernel) {
+    // XQA's multi-block count: its blocks per sequence (split_k), cut to about kXqaTargetWaves waves
+    // of CTAs (computeMultiBlockCount; its cap of 6,000 sub-sequences over the batch never binds
+    // below 8 waves of 750 SMs).
+    double blocks = t.split_k;
+    const double over = t.ctas * blocks / sms / kXqaTargetWaves;
+    if (over > 1) blocks = std::floor(blocks / over);
+    return t.ctas * std::max(blocks, 1.0);
+  }
   return t.ctas * std::min(t.split_k, std::max(1.0, std::ceil(sms / t.ctas)));
+}
+
+LaunchShape launch_shape(const Tiling& t, double sms) {
+  LaunchShape l{launched_ctas(t, sms), t.sequences, false};
+  if (!t.decode_kernel || !(t.mmha_ctas > 0) || !(sms > 0)) return l;
+  if (t.xqa_group && kXqaMinBlockFactor * t.xqa_gain_blocks >= sms) return l;
+  l.mmha = true;
+  l.sequences = t.mmha_ctas;
+  l.ctas = t.mmha_ctas * std::min(t.mmha_key_tiles, std::max(1.0, std::ceil(sms / t.mmha_ctas)));
+  return l;
 }
 
 CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, bool fp8) {
   CalibratedTime t;
   const Tiling& tl = op.tiling;
   const bool unsplit = runs_unsplit(k, tl);
-  const double ctas = unsplit ? tl.unsplit_ctas : launched_ctas(tl, sms);
+  const LaunchShape launch = launch_shape(tl, sms);
+  const double ctas = unsplit ? tl.unsplit_ctas : launch.ctas;
   t.waves = wave_efficiency(ctas, sms);
   t.memory_waves = memory_wave_efficiency(ctas, sms, k.memory_reach);
   const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
@@ -146,7 +166,7 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   } else {
     t.memory = Seconds{op.bytes().value / (bandwidth.value * k.eta_memory * t.memory_waves)};
   }
-  t.fixed = Seconds{tl.kernel_launches() * (k.fixed.value + tl.sequences * k.per_sequence.value)};
+  t.fixed = Seconds{tl.kernel_launches() * (k.fixed.value + launch.sequences * k.per_sequence.value)};
   return t;
 }
 

@@ -283,12 +283,16 @@ Tiling flash_tiling(const Workload& w, double heads, double head_pair_flops, dou
 // A GQA/MQA attention kernel's grid: the `group` query heads sharing a KV head are packed into one
 // CTA's query rows (FlashAttention-3's pack-GQA, FlashInfer's and TensorRT-LLM XQA's decode
 // kernels), so a decode step's single query fills `group` rows of a tile, not one. Where the tiles
-// are too few to fill the SMs, the kernels split each sequence's keys over more CTAs (flash-decoding,
-// XQA's multi-block mode), in slices of at least kSplitKeys keys.
+// are too few to fill the SMs, the kernels split each sequence's keys over more CTAs (flash-decoding),
+// in slices of at least kSplitKeys keys. A decode kernel splits by XQA's multi-block rule instead
+// (decode_blocks_per_sequence here, the wave cap in launched_ctas).
 constexpr double kSplitKeys = 256;
-Tiling packed_gqa_tiling(const Workload& w, double kv_heads, double group, double head_pair_flops, double key_cap) {
+Tiling packed_gqa_tiling(const Workload& w, double kv_heads, double group, double head_pair_flops, double key_cap, bool decode) {
   Tiling t;
   t.launches = 1;
+  t.decode_kernel = decode;
+  double most_keys = 0, blocks = 0;  // the longest sequence's keys; sequences x KV heads
+  bool spec = false;                 // a speculative step: more than one query token per sequence
   for (const SequenceGroup& sg : w.groups) {
     const double b = sequences_per_rank(sg, w.par);
     const double keys = key_cap > 0 ? std::min(key_cap, sg.prefix + sg.query) : sg.prefix + sg.query;
@@ -296,8 +300,29 @@ Tiling packed_gqa_tiling(const Workload& w, double kv_heads, double group, doubl
     t.sequences += b;
     t.ctas += b * std::ceil(rows / kFlashQueries) * kv_heads;
     t.longest_cta_flops = std::max(t.longest_cta_flops, std::min(rows, kFlashQueries) * keys * head_pair_flops);
-    t.split_k = std::max(t.split_k, std::ceil(keys / kSplitKeys));
+    t.split_k = std::max(t.split_k, decode ? decode_blocks_per_sequence(keys) : std::ceil(keys / kSplitKeys));
+    most_keys = std::max(most_keys, keys);
+    blocks += b * kv_heads;
+    spec = spec || sg.query > 1;
   }
+  if (!decode) return t;
+  // A decode kernel's fixed cost per sequence is per block of its grid: XQA gives every (sequence,
+  // KV head) a block of its own (its query heads together), which sets up its pages and queries.
+  t.sequences = blocks;
+  if (spec) {
+    // Several query tokens per sequence: XQA's speculative kernels for any head group, never MMHA,
+    // one block per sequence and KV head (mayHavePerfGain is true for multi_query_tokens; the
+    // multi-block count is 1 but for Hopper's small-batch tuning, computeMultiBlockCountSpecDecGMMA,
+    // not modelled).
+    t.split_k = 1;
+    t.xqa_group = true;
+    return t;
+  }
+  // XQA's test counts every block at the longest sequence's multi-block count (mayHavePerfGain).
+  t.xqa_group = group > 1 && group <= kXqaMaxGroup;
+  t.xqa_gain_blocks = blocks * std::max(1.0, std::floor(most_keys / kXqaHistoryPerBlock));
+  t.mmha_ctas = blocks * group;
+  t.mmha_key_tiles = std::max(1.0, std::ceil(most_keys / kMmhaKeysPerTile));
   return t;
 }
 
@@ -593,9 +618,10 @@ PathPlan standard_path(const ModelSpec& m, const Workload& w, std::int64_t windo
   att.cache_bytes_read = BytesF{keys * cache};
   att.bytes_read = att.cache_bytes_read + BytesF{T * ht * d * ba};
   att.bytes_written = BytesF{T * ht * d * ba};
-  att.tiling = packed_gqa_tiling(w, kvt, std::max(1.0, ht / kvt), 2 * (d + d), static_cast<double>(window));
-  att.tiling.decode_kernel = std::all_of(w.groups.begin(), w.groups.end(),
-                                         [&](const SequenceGroup& g) { return g.query <= 1 + static_cast<double>(w.spec_tokens); });
+  const bool decode = !w.context_phase && std::all_of(w.groups.begin(), w.groups.end(), [&](const SequenceGroup& g) {
+    return g.query <= 1 + static_cast<double>(w.spec_tokens);
+  });
+  att.tiling = packed_gqa_tiling(w, kvt, std::max(1.0, ht / kvt), 2 * (d + d), static_cast<double>(window), decode);
   p.add(att);
   if (w.projections) {
     Op o = gemm_op(OpId::o_proj, T, ht * d, H, bw, ba);
@@ -603,6 +629,12 @@ PathPlan standard_path(const ModelSpec& m, const Workload& w, std::int64_t windo
     p.add(o);
   }
   return p;
+}
+
+double decode_blocks_per_sequence(double keys) {
+  double blocks = std::floor(keys / kXqaHistoryPerBlock);
+  blocks = std::min(blocks, std::round(std::sqrt(blocks * 8)));
+  return std::max(blocks, 1.0);
 }
 
 std::vector<PathKind> paths_for(const ModelSpec& m) {

@@ -606,6 +606,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   // Attention on the main model's workload (the step's batch, or one micro-batch of it).
   Workload w = req.w;
   w.projections = true;
+  w.context_phase = req.phase == Phase::prefill;  // a prompt of one token still runs the prefill kernel
   const Workload wm = overlap ? micro_batch(w) : w;
   const std::vector<EnginePolicy> policies = req.policy ? std::vector<EnginePolicy>{*req.policy} : std::vector<EnginePolicy>{};
   const CostStudy st = cost_study(m, wm, rf, req.workspace_budget, policies);

@@ -51,7 +51,7 @@ KernelFamily family_of(const Op& op);
 // One family's fitted parameters.
 struct KernelEfficiency {
   Seconds fixed{0};         // per launch
-  Seconds per_sequence{0};  // per sequence the kernel walks
+  Seconds per_sequence{0};  // per sequence the kernel walks (a GQA decode kernel: per block of its grid, launch_shape)
   double eta_compute = 1;   // of the dense peak, in a full wave
   // Of the fp8 peak, for the family's fp8 kernels (fp8 GEMMs, the fp8 context attention), where it was
   // fitted apart: an fp8 kernel seldom reaches the same fraction of twice the peak (quantisation,
@@ -122,8 +122,22 @@ double wave_efficiency(double ctas, double sms);
 // wave's blocks (1 when the waves are whole or either count is unknown; reach 1 gives wave_efficiency).
 double memory_wave_efficiency(double ctas, double sms, double reach);
 // The thread blocks an op's launch runs on `sms` SMs: its tiles, times the split-K slices a GEMM
-// with fewer tiles than SMs splits its reduction into (at most tiling.split_k).
+// with fewer tiles than SMs splits its reduction into (at most tiling.split_k); a GQA decode kernel
+// (tiling.decode_kernel) splits each sequence into tiling.split_k blocks cut to about
+// kXqaTargetWaves waves, as TensorRT-LLM's XQA does.
 double launched_ctas(const Tiling& t, double sms);
+// The launch an op runs on `sms` SMs: its thread blocks and the blocks its per-sequence cost is
+// paid for (tiling.sequences; a GQA decode kernel's per block of its grid). A GQA decode op runs
+// TensorRT-LLM's dispatch: XQA where the head group has a kernel and its blocks reach a quarter of
+// the SMs (mayHavePerfGain), else MMHA, one block per query head and sequence, its keys split into
+// up to one wave (getMaxNumSeqLenTile). MMHA's blocks of one KV head read the same cache: counted
+// once, as L2 serves the repeats.
+struct LaunchShape {
+  double ctas = 0;
+  double sequences = 0;
+  bool mmha = false;
+};
+LaunchShape launch_shape(const Tiling& t, double sms);
 
 // Time of an op under a family's parameters on a GPU of `peak` FLOP/s (the op's own: fp8 for fp8
 // ops), `bandwidth` and `sms` SMs. A latent attention op under a family with split_kv false runs its

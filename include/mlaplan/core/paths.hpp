@@ -60,12 +60,20 @@ struct Tiling {
   double kernel_launches() const { return std::max(1.0, launches); }  // at least the one
   double sequences = 0;          // sequences one launch walks (its per-sequence cost)
   double ctas = 0;               // thread blocks of one launch (its wave efficiency)
-  double split_k = 1;            // GEMMs: the most slices the reduction may split into (split-K) to fill the SMs
+  double split_k = 1;            // the most slices the reduction may split into (GEMMs' split-K, attention's keys) to fill the SMs
   double padded_flops = 0;       // FLOPs computed including tile padding (0: the op's own)
   double longest_cta_flops = 0;  // the longest thread block's FLOPs (a causal prefill's last query tile)
   // GQA/MHA attention whose sequences each bring one token (or a speculative step's few): engines
   // launch a decode kernel for it (XQA, FlashInfer's decode, flash-decoding), not the prefill one.
   bool decode_kernel = false;
+  // TensorRT-LLM's decode dispatch (launch_shape in efficiency.hpp): XQA for a head group of 2 to 32
+  // query heads per KV head where its blocks (xqa_gain_blocks: KV heads x sequences x max(1, keys /
+  // 128)) reach a quarter of the SMs, else the masked multi-head attention kernel (MMHA), one block
+  // per query head and sequence (mmha_ctas), its keys split into at most mmha_key_tiles tiles.
+  bool xqa_group = false;
+  double xqa_gain_blocks = 0;
+  double mmha_ctas = 0;
+  double mmha_key_tiles = 1;
   // Latent attention without split-KV (a kernel that gives each sequence and 64-head tile one thread
   // block walking all its keys): that launch's CTAs, the bytes they read together (each head tile
   // reads its sequence's cache), and the longest CTA's bytes. 0: the op has no such alternative.
@@ -73,6 +81,27 @@ struct Tiling {
   double unsplit_bytes = 0;
   double unsplit_longest_bytes = 0;
 };
+
+// TensorRT-LLM's decode attention (NVIDIA/TensorRT-LLM; the aiconfigurator tables that fit the
+// attention_decode family time its op with JIT XQA on, collector/trtllm/collect_attn.py@d2237d72:44-47).
+// XQA: a grid of (blocks per sequence, KV heads, sequences), every KV head's query heads in one block
+// (decoderXQAImplJIT.cpp@89fd9b74:522-524); the blocks per sequence one per kXqaHistoryPerBlock keys,
+// at most round(sqrt(8 x that)) so that the final reduction does not dominate, at least one, then cut
+// to about kXqaTargetWaves waves (computeMultiBlockCount, decoderXQAImplCommon.h@b35ac1b6:357-392;
+// constants in decoderXQAConstants.h@37e602fd:26-29). XQA runs only for head groups up to
+// kXqaMaxGroup (decoderXQAImplJIT/kernelUtils.cpp@602593ac:110-114, 161-165; a group of 1, MHA,
+// never: :57) and where kXqaMinBlockFactor x its blocks reach the SMs (mayHavePerfGain,
+// decoderXQAImplJIT.cpp@89fd9b74:74-97); else the masked multi-head attention kernel (MMHA), one
+// block per query head and sequence (decoderMaskedMultiheadAttentionLaunch.h@05316d33:221), its keys
+// split into at most one wave of tiles (getMaxNumSeqLenTile in common/attentionOp.cpp@eea41b73) of
+// kMmhaKeysPerTile keys (multi_block_grid_setup, the launch header's :98-147). Blackwell's TRTLLM-GEN
+// kernels take groups up to 16 (xqaDispatcher.cpp@c8b9bfc7:240-242): not modelled.
+inline constexpr double kXqaHistoryPerBlock = 128;  // kMinHistoryTokensPerBlock
+inline constexpr double kXqaTargetWaves = 8;        // kTargetWaveFactor
+inline constexpr double kXqaMinBlockFactor = 4;     // kEnableMinBlockFactor
+inline constexpr double kXqaMaxGroup = 32;          // head group x beam above 32: no XQA kernel
+inline constexpr double kMmhaKeysPerTile = 128;     // MMHA's keys per loop at head size 128 in bf16
+double decode_blocks_per_sequence(double keys);
 
 struct Op {
   OpId id = OpId::q_proj;
@@ -129,6 +158,9 @@ struct Workload {
   std::int64_t spec_tokens = 0;
   std::int64_t kv_splits = 1;        // absorbed decode: split-KV partitions merged by log-sum-exp
   bool projections = false;          // scope: layer (true) or attention core (false)
+  // A context (prefill) phase: GQA/MHA attention runs the prefill kernel even where every request
+  // brings one token (a one-token prompt in TensorRT-LLM's context phase, a timing table's row).
+  bool context_phase = false;
 };
 
 // Sequences of a group on one rank: data-parallel attention gives each rank ⌈count / DP⌉.
