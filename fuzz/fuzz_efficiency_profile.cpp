@@ -1,6 +1,6 @@
 // libFuzzer: any bytes as a kernel-efficiency profile; a profile that parses must round-trip through
 // its writer, and its calibrated times of every op of a DeepSeek-V3 step (and of each op as a
-// per-tensor fp8 kernel) must be finite and no faster than speed of light.
+// per-tensor fp8 kernel, and over an fp8 cache) must be finite and no faster than speed of light.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -25,7 +25,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (again.describe() != p.describe() || again.fitted_on.size() != p.fitted_on.size()) __builtin_trap();
     for (std::size_t f = 0; f < p.kernels.size(); ++f)
       if (p.kernels[f] && (!again.kernels[f] || again.kernels[f]->memory_reach != p.kernels[f]->memory_reach || p.kernels[f]->memory_reach < 1 ||
-                           again.kernels[f]->eta_compute_fp8_tensor != p.kernels[f]->eta_compute_fp8_tensor))
+                           again.kernels[f]->eta_compute_fp8_tensor != p.kernels[f]->eta_compute_fp8_tensor ||
+                           again.kernels[f]->fixed_fp8_cache.has_value() != p.kernels[f]->fixed_fp8_cache.has_value() ||
+                           again.kernels[f]->fixed_fp8_cache.has_value() != again.kernels[f]->per_sequence_fp8_cache.has_value()))
         __builtin_trap();
     const Roofline rf = roofline_for(h100, DType::bf16, p);
     const Roofline sol = speed_of_light(rf);
@@ -34,9 +36,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     w.projections = true;
     for (PathKind k : paths_for(m))
       for (const Op& op : mla_path(m, w, k)) {
-        Op tensor = op;
+        Op tensor = op, cache = op;
         tensor.fp8 = tensor.fp8_per_tensor = true;
-        for (const Op& o : {op, tensor}) {
+        cache.fp8_cache = true;
+        for (const Op& o : {op, tensor, cache}) {
           const OpTime t = op_time(o, rf);
           if (!std::isfinite(t.time.value) || t.time.value < op_time(o, sol).time.value * (1 - 1e-12)) __builtin_trap();
         }

@@ -46,7 +46,8 @@ TEST_CASE("calibrated time: fixed costs plus the slower of compute and memory in
   op.bytes_read = BytesF{1e9};
   op.tiling.ctas = 200;
   op.tiling.sequences = 32;
-  KernelEfficiency k{.fixed = Seconds{10e-6}, .per_sequence = Seconds{50e-9}, .eta_compute = 0.5, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt, .eta_memory = 0.8, .rows = 1};
+  KernelEfficiency k{.fixed = Seconds{10e-6}, .per_sequence = Seconds{50e-9}, .eta_compute = 0.5, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt,
+                     .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.8, .rows = 1};
   // w = 200 / (⌈200 / 132⌉ · 132) = 200 / 264.
   CHECK(wave_efficiency(200, 132) == Approx(200.0 / 264));
   const CalibratedTime t = calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false);
@@ -145,11 +146,38 @@ TEST_CASE("GQA decode runs TensorRT-LLM's dispatch: XQA's multi-block count, els
   op.bytes_read = BytesF{1e3};
   op.tiling = t;
   KernelEfficiency k{.fixed = Seconds{5e-6}, .per_sequence = Seconds{10e-9}, .eta_compute = 0.5, .eta_compute_fp8 = std::nullopt,
-                     .eta_compute_fp8_tensor = std::nullopt, .eta_memory = 0.8, .rows = 1};
+                     .eta_compute_fp8_tensor = std::nullopt,
+                     .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.8, .rows = 1};
   CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false).fixed.value == Approx(5e-6 + 64 * 10e-9));
   // ... and XQA per block of its grid, one per sequence and KV head: 5 µs + 8 x 10 ns.
   op.tiling.xqa_group = true;
   CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false).fixed.value == Approx(5e-6 + 8 * 10e-9));
+  // Over an fp8 cache the family's fp8-cache kernel costs where it has them: 2 µs + 8 x 4 ns; a
+  // bf16-cache op keeps 5 µs + 8 x 10 ns, and a family without them times both alike.
+  op.fp8_cache = true;
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false).fixed.value == Approx(5e-6 + 8 * 10e-9));
+  k.fixed_fp8_cache = Seconds{2e-6};
+  k.per_sequence_fp8_cache = Seconds{4e-9};
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false).fixed.value == Approx(2e-6 + 8 * 4e-9));
+  op.tiling.xqa_group = false;  // MMHA's fp8-cache instantiation: per block, one per query head and sequence
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false).fixed.value == Approx(2e-6 + 64 * 4e-9));
+  op.fp8_cache = false;
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false).fixed.value == Approx(5e-6 + 64 * 10e-9));
+  CHECK(launch_costs(k, true).fixed.value == 2e-6);
+  CHECK(launch_costs(k, false).per_sequence.value == 10e-9);
+  // Only Hopper GPUs run another kernel over an fp8 cache: the roofline of any other drops the
+  // profile's fp8-cache costs, so its fp8-cache ops pay the bf16 kernel's.
+  EfficiencyProfile prof;
+  prof.name = "test";
+  prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = k;
+  const Roofline hopper = roofline_for(load_gpu("h100"), DType::bf16, prof), blackwell = roofline_for(load_gpu("b200"), DType::bf16, prof);
+  CHECK(runs_fp8_cache_decode_kernel(load_gpu("h20")));
+  CHECK_FALSE(runs_fp8_cache_decode_kernel(load_gpu("b200")));
+  CHECK_FALSE(runs_fp8_cache_decode_kernel(load_gpu("a100")));
+  CHECK(hopper.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)]->fixed_fp8_cache.has_value());
+  CHECK_FALSE(blackwell.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)]->fixed_fp8_cache.has_value());
+  k.per_sequence_fp8_cache.reset();  // half a pair is never used
+  CHECK(launch_costs(k, true).fixed.value == 5e-6);
   // Not a decode kernel: the tiles and split-K of any other op, unchanged.
   t = Tiling{};
   t.ctas = 8;
@@ -177,6 +205,7 @@ TEST_CASE("GQA decode's kernel by head group, on every bundled GQA/MHA model", "
         INFO(m.name << " keys " << keys << " batch " << b);
         const double group = static_cast<double>(m.heads / m.kv_heads);
         CHECK(att.tiling.decode_kernel);
+        CHECK_FALSE(att.fp8_cache);
         CHECK(att.tiling.mmha_ctas == static_cast<double>(b * m.heads));
         CHECK(att.tiling.xqa_group == (group > 1 && group <= 32));
         const LaunchShape l = launch_shape(att.tiling, 132);
@@ -195,6 +224,21 @@ TEST_CASE("GQA decode's kernel by head group, on every bundled GQA/MHA model", "
           const double heads = static_cast<double>(b * m.heads);
           CHECK(l.ctas == heads * std::min(std::max(1.0, std::ceil(static_cast<double>(keys) / 128)), std::max(1.0, std::ceil(132 / heads))));
         }
+        // An fp8 cache flags the op for its family's fp8-cache kernel costs and changes nothing else
+        // of its launch; the cache bytes halve.
+        Workload w8 = w;
+        w8.kv = KvDtype::fp8;
+        for (const Op& op : standard_path(m, w8))
+          if (op.id == OpId::attention) {
+            CHECK(op.fp8_cache);
+            CHECK(op.tiling.ctas == att.tiling.ctas);
+            CHECK(launch_shape(op.tiling, 132).ctas == l.ctas);
+            CHECK(op.cache_bytes_read.value == Approx(att.cache_bytes_read.value / 2));
+          }
+        // A prompt over an fp8 cache runs the context kernel, whose fp8 form is its fp8 efficiency.
+        w8.context_phase = true;
+        for (const Op& op : standard_path(m, w8))
+          if (op.id == OpId::attention) CHECK_FALSE(op.fp8_cache);
       }
   }
 }
@@ -215,7 +259,8 @@ TEST_CASE("latent decode without split-KV: one CTA per sequence and head tile wa
   CHECK(tl.unsplit_ctas == 2);
   CHECK(tl.unsplit_longest_bytes == Approx(cta_bytes));
   CHECK(tl.unsplit_bytes == Approx(2 * cta_bytes));
-  KernelEfficiency k{.fixed = Seconds{0}, .per_sequence = Seconds{0}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt, .eta_memory = 0.5, .rows = 1};
+  KernelEfficiency k{.fixed = Seconds{0}, .per_sequence = Seconds{0}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt,
+                     .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.5, .rows = 1};
   const BytesPerSecond bw{2.039e12};
   // Unsplit: w = 2 / 108, so B_total / (bw · η · w) = 2 · cta_bytes · 54 / (bw · 0.5), the same as the
   // longest CTA at one SM's share: cta_bytes · 108 / (bw · 0.5) = 1.01 ms.
@@ -268,7 +313,8 @@ TEST_CASE("memory waves: a CTA streams up to reach times its SM's share of the b
   gemm.bytes_written = BytesF{0};
   gemm.tiling.split_k = 1;
   REQUIRE(gemm.tiling.ctas == 2);
-  KernelEfficiency k{.fixed = Seconds{0}, .per_sequence = Seconds{0}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt, .eta_memory = 0.8,
+  KernelEfficiency k{.fixed = Seconds{0}, .per_sequence = Seconds{0}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt,
+                     .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.8,
                      .memory_reach = 4, .rows = 1};
   const CalibratedTime t4 = calibrated_time(gemm, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false);
   CHECK(t4.memory_waves == Approx(2.0 / 33));
@@ -467,12 +513,30 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.memory_reach' = 0.5: expected a number in [1, 10000]");
   j["kernels"]["absorbed_decode"]["memory_reach"] = "4";
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.memory_reach' = \"4\": expected a number in [1, 10000]");
+  // The fp8-cache kernel's costs: a pair, each in seconds.
+  j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["fixed_fp8_cache_s"] = 2e-6;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.fixed_fp8_cache_s' = 2e-06: needs per_sequence_fp8_cache_s beside it (the fp8-cache kernel's costs come as a pair)");
+  j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["per_sequence_fp8_cache_s"] = 1e-9;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.per_sequence_fp8_cache_s' = 1e-09: needs fixed_fp8_cache_s beside it (the fp8-cache kernel's costs come as a pair)");
+  j["kernels"]["absorbed_decode"]["fixed_fp8_cache_s"] = -1e-6;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.fixed_fp8_cache_s' = -1e-06: expected a number in [0, 1]");
+  j["kernels"]["absorbed_decode"]["fixed_fp8_cache_s"] = 2e-6;
+  j["kernels"]["absorbed_decode"]["per_sequence_fp8_cache_s"] = "1e-9";
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.per_sequence_fp8_cache_s' = \"1e-9\": expected a number in [0, 1]");
+  j["kernels"]["absorbed_decode"]["per_sequence_fp8_cache_s"] = 2.0;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.per_sequence_fp8_cache_s' = 2.0: expected a number in [0, 1]");
+  j["kernels"]["absorbed_decode"]["fixed_fp8_cache_z"] = 1;
+  CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.fixed_fp8_cache_z' = 1: unknown key", 0) == 0);
   // A profile round-trips through its writer, the optional keys with it.
   j = minimal_profile();
   j["kernels"]["absorbed_decode"]["split_kv"] = false;
   j["kernels"]["absorbed_decode"]["eta_compute_fp8"] = 0.3;
   j["kernels"]["absorbed_decode"]["memory_reach"] = 6.5;
   j["kernels"]["absorbed_decode"]["eta_compute_fp8_tensor"] = 0.55;
+  j["kernels"]["absorbed_decode"]["fixed_fp8_cache_s"] = 2.5e-6;
+  j["kernels"]["absorbed_decode"]["per_sequence_fp8_cache_s"] = 3e-9;
   const EfficiencyProfile p = parse_efficiency_profile(j, "p.json");
   const EfficiencyProfile q = parse_efficiency_profile(json::parse(efficiency_profile_json(p).dump()), "p.json");
   CHECK(q.describe() == p.describe());
@@ -483,6 +547,8 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   CHECK(qk.eta_compute_fp8.value_or(0) == 0.3);
   CHECK(qk.memory_reach == 6.5);
   CHECK(qk.eta_compute_fp8_tensor.value_or(0) == 0.55);
+  CHECK(qk.fixed_fp8_cache.value_or(Seconds{0}).value == 2.5e-6);
+  CHECK(qk.per_sequence_fp8_cache.value_or(Seconds{0}).value == 3e-9);
   const EfficiencyProfile d = parse_efficiency_profile(minimal_profile(), "p.json");
   const KernelEfficiency& dk = *d.kernel(KernelFamily::absorbed_decode);
   const bool d_split = dk.split_kv, d_fp8 = dk.eta_compute_fp8.has_value(), d_tensor = dk.eta_compute_fp8_tensor.has_value();
@@ -490,6 +556,8 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   CHECK(dk.memory_reach == 1);  // absent: one SM's share per CTA
   CHECK(!d_fp8);
   CHECK(!d_tensor);
+  const bool d_cache = dk.fixed_fp8_cache.has_value() || dk.per_sequence_fp8_cache.has_value();
+  CHECK(!d_cache);
 }
 
 TEST_CASE("the shipped profiles: A100's decode kernel does not split keys and Hopper's does", "[efficiency]") {

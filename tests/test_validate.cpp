@@ -502,15 +502,15 @@ TEST_CASE("Against: a fold, an elementwise pass and a grouped GEMM, worked by ha
   CHECK(std::stod(rows[2][col("predicted_default_s")]) == Approx(e->fixed.value + 201326592.0 / (bw * e->eta_memory)).epsilon(1e-9));
 }
 
-// A refit of the GEMM rows a scratch folder holds: the fitted parameters (fit.json's gemm) and the
-// error table (errors.csv).
+// A refit of the rows of one kernel family (GEMMs unless told) a scratch folder holds: the fitted
+// parameters (fit.json's entry of the family) and the error table (errors.csv).
 struct GemmRefit {
   nlohmann::json gemm;
   std::string errors;
-  GemmRefit(const Scratch& s, const HardwareSpec& gpu) {
+  GemmRefit(const Scratch& s, const HardwareSpec& gpu, const char* family = "gemm") {
     const AgainstRun r = validate_against(s.dir, gpu, load_model("deepseek-v3"));
     for (const auto& [file, text] : r.files) {
-      if (file == "fit.json") gemm = nlohmann::json::parse(text)["gemm"];
+      if (file == "fit.json") gemm = nlohmann::json::parse(text)[family];
       if (file == "errors.csv") errors = text;
     }
   }
@@ -520,7 +520,8 @@ TEST_CASE("Against: the fit recovers the memory reach, efficiencies and fixed co
   // bf16 GEMMs on an H100 timed by the model itself at a reach of 10 SM shares: skinny shapes of few
   // tiles (where the reach decides the time), square ones (compute), and between.
   const HardwareSpec h100 = load_gpu("h100");
-  const KernelEfficiency given{.fixed = Seconds{2e-6}, .per_sequence = Seconds{0}, .eta_compute = 0.8, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt, .eta_memory = 0.75,
+  const KernelEfficiency given{.fixed = Seconds{2e-6}, .per_sequence = Seconds{0}, .eta_compute = 0.8, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt,
+                               .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.75,
                                .memory_reach = 10, .rows = 0};
   std::string table = "kernel,m,n,k,dtype,latency_us\n";
   for (int m : {1, 16, 128, 1024, 8192})
@@ -550,7 +551,7 @@ TEST_CASE("Against: bf16, block-scaled and per-tensor fp8 GEMMs get their own ef
   // small only with the other_us added.
   const HardwareSpec h100 = load_gpu("h100");
   const KernelEfficiency given{.fixed = Seconds{2e-6}, .per_sequence = Seconds{0}, .eta_compute = 0.8, .eta_compute_fp8 = 0.4, .eta_compute_fp8_tensor = 0.7,
-                               .eta_memory = 0.75, .memory_reach = 4, .rows = 0};
+                               .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.75, .memory_reach = 4, .rows = 0};
   std::string table = "kernel,m,n,k,dtype,latency_us,other_us\n";
   for (const char* dtype : {"bf16", "fp8", "fp8_tensor"})
     for (int m : {16, 1024, 8192})
@@ -573,6 +574,53 @@ TEST_CASE("Against: bf16, block-scaled and per-tensor fp8 GEMMs get their own ef
   CHECK(g["eta_compute"].get<double>() == Approx(0.8).epsilon(0.05));
   CHECK(g["eta_compute_fp8"].get<double>() == Approx(0.4).epsilon(0.05));
   CHECK(g["eta_compute_fp8_tensor"].get<double>() == Approx(0.7).epsilon(0.05));
+  const auto e = parse_csv(refit.errors);
+  REQUIRE(e.size() == 2);
+  CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit
+}
+
+TEST_CASE("Against: decode rows over an fp8 cache get their own fixed and per-block costs", "[validate]") {
+  // GQA decode rows on an H100 timed by the model itself: over a bf16 cache 7 µs + 15 ns per block of
+  // the grid, over an fp8 cache (another kernel: XQA's QGMMA) 5 µs + 5 ns; η_m 0.85 for both. The
+  // fit finds both pairs, and without the second pair no single one explains the rows.
+  const HardwareSpec h100 = load_gpu("h100");
+  const KernelEfficiency given{.fixed = Seconds{7e-6}, .per_sequence = Seconds{15e-9}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt,
+                               .eta_compute_fp8_tensor = std::nullopt, .fixed_fp8_cache = Seconds{5e-6}, .per_sequence_fp8_cache = Seconds{5e-9},
+                               .eta_memory = 0.85, .memory_reach = 1, .rows = 0};
+  std::string table = "kernel,batch,kv_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us\n";
+  for (const char* kv : {"bf16", "fp8"})
+    for (int b : {1, 4, 16, 64, 256})
+      for (int len : {64, 512, 2048, 8192, 32768})
+        for (auto [heads, kv_heads] : {std::pair{32, 8}, std::pair{64, 8}, std::pair{32, 32}}) {
+          ModelSpec m;
+          m.name = "rows";
+          m.attention = heads == kv_heads ? AttentionKind::mha : AttentionKind::gqa;
+          m.heads = heads;
+          m.kv_heads = kv_heads;
+          m.head_dim = 128;
+          m.hidden = heads * 128;
+          m.layers.resize(1);
+          Workload w;
+          w.kv = std::string(kv) == "fp8" ? KvDtype::fp8 : KvDtype::bf16;
+          w.groups = {SequenceGroup{b, 1, static_cast<double>(len - 1)}};
+          const PathPlan plan = standard_path(m, w);
+          const Op* op = plan.find(OpId::attention);
+          REQUIRE(op);
+          CHECK(op->fp8_cache == (std::string(kv) == "fp8"));
+          const double t = calibrated_time(*op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false)
+                               .time().value;
+          table += fmt::format("attention_decode,{},{},{},{},128,{},bf16,{:.6f}\n", b, len, heads, kv_heads, kv, t * 1e6);
+        }
+  Scratch s("against-fp8-cache");
+  s.write("t.csv", table);
+  const GemmRefit refit(s, h100, "attention_decode");
+  const nlohmann::json& g = refit.gemm;
+  CHECK(g["t_fixed_s"].get<double>() == Approx(7e-6).epsilon(0.1));
+  CHECK(g["t_seq_s"].get<double>() == Approx(15e-9).epsilon(0.15));
+  REQUIRE(g.contains("t_fixed_fp8_cache_s"));
+  CHECK(g["t_fixed_fp8_cache_s"].get<double>() == Approx(5e-6).epsilon(0.1));
+  CHECK(g["t_seq_fp8_cache_s"].get<double>() == Approx(5e-9).epsilon(0.15));
+  CHECK(g["eta_memory"].get<double>() == Approx(0.85).epsilon(0.05));
   const auto e = parse_csv(refit.errors);
   REQUIRE(e.size() == 2);
   CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit

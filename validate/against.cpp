@@ -149,9 +149,16 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   // then it alone, twice over. The block-scaled one needs bf16 rows beside it (without them it is
   // eta_compute itself, as on DeepGEMM's fp8-only H800 tables); the per-tensor one bf16 or
   // block-scaled rows.
-  bool bf16 = false, fp8 = false, tensor = false;
-  for (const auto& [r, w] : train) (!r->fp8 ? bf16 : r->op.fp8_per_tensor ? tensor : fp8) = true;
-  const bool own_fp8 = fp8 && bf16, own_tensor = tensor && (bf16 || fp8), both = own_fp8 || own_tensor;
+  bool bf16 = false, fp8 = false, tensor = false, bf16_cache = false, fp8_cache = false;
+  for (const auto& [r, w] : train) {
+    (!r->fp8 ? bf16 : r->op.fp8_per_tensor ? tensor : fp8) = true;
+    (r->op.fp8_cache ? fp8_cache : bf16_cache) = true;
+  }
+  const bool own_fp8 = fp8 && bf16, own_tensor = tensor && (bf16 || fp8);
+  // Where the rows read both caches (TensorRT-LLM's decode tables time each shape over a bf16 and an
+  // fp8 cache), the fp8-cache kernel's fixed and per-sequence costs are fitted apart the same way:
+  // the five with them held, then the two alone.
+  const bool own_cache = fp8_cache && bf16_cache, both = own_fp8 || own_tensor || own_cache;
   // Latent decode kernels either split a sequence's keys over CTAs or not: both are fitted and the
   // one that explains the rows better is kept.
   std::optional<GpuKernelFit> best;
@@ -160,12 +167,14 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
                                                                                                           : std::vector<bool>{true};
   for (const bool split : modes) {
     std::optional<double> eta_fp8, eta_tensor;
+    std::optional<Seconds> fixed_cache, seq_cache;
     GpuKernelFit f;
     for (int round = 0; round < (both ? 2 : 1); ++round) {
       auto model = [&](const std::vector<double>& p) {
         return GpuKernelFit{.kernel = kernel,
                             .eff = KernelEfficiency{.fixed = Seconds{p[0]}, .per_sequence = Seconds{p[1]}, .eta_compute = p[2], .eta_compute_fp8 = eta_fp8,
-                                                    .eta_compute_fp8_tensor = eta_tensor, .eta_memory = p[3], .memory_reach = p[4], .split_kv = split,
+                                                    .eta_compute_fp8_tensor = eta_tensor, .fixed_fp8_cache = fixed_cache,
+                                                    .per_sequence_fp8_cache = seq_cache, .eta_memory = p[3], .memory_reach = p[4], .split_kv = split,
                                                     .rows = static_cast<std::int64_t>(train.size())}};
       };
       f = model(grid_fit({t0s, tseqs, etas, etas, reaches}, [&](const std::vector<double>& p) { return loss_of(model(p)); }, 2));
@@ -183,6 +192,16 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
       };
       if (own_fp8) eta_fp8 = fit_alone(&KernelEfficiency::eta_compute_fp8);
       if (own_tensor) eta_tensor = fit_alone(&KernelEfficiency::eta_compute_fp8_tensor);
+      if (own_cache) {
+        const std::vector<double> c = grid_fit({t0s, tseqs}, [&](const std::vector<double>& p) {
+          GpuKernelFit g = f;
+          g.eff.fixed_fp8_cache = Seconds{p[0]};
+          g.eff.per_sequence_fp8_cache = Seconds{p[1]};
+          return loss_of(g);
+        }, 2);
+        fixed_cache = f.eff.fixed_fp8_cache = Seconds{c[0]};
+        seq_cache = f.eff.per_sequence_fp8_cache = Seconds{c[1]};
+      }
     }
     const double l = loss_of(f);
     if (l < best_loss) best_loss = l, best = f;
@@ -291,6 +310,9 @@ void read_gqa_attention(const Table2& t, const std::vector<std::string>& row, st
   const Op* op = plan.find(OpId::attention);
   if (!op) throw std::logic_error("--against: the standard path lacks its attention op");
   r.op = *op;
+  // Only a Hopper GPU's decode rows over an fp8 cache time another kernel (XQA's QGMMA); elsewhere
+  // they fit with the bf16 rows' costs.
+  r.op.fp8_cache = r.op.fp8_cache && runs_fp8_cache_decode_kernel(*r.gpu);
   set_peak(r, fp8_kernel);
 }
 
@@ -505,14 +527,17 @@ Value stat_or_null(const ErrorStats& s, double ErrorStats::*field) { return s.n 
 Table fit_table(const std::string& title, const std::vector<std::pair<std::string, GpuKernelFit>>& fits) {
   Table ft{.name = "fit", .title = title,
            .columns = {{"fitted_on", "fitted on", Unit::text}, {"kernel", "kernel", Unit::text}, {"t_fixed_s", "fixed cost", Unit::seconds},
-            {"t_seq_s", "per sequence", Unit::seconds},
+            {"t_seq_s", "per sequence or block", Unit::seconds}, {"t_fixed_fp8_cache_s", "fixed, fp8 cache", Unit::seconds},
+            {"t_seq_fp8_cache_s", "per sequence or block, fp8 cache", Unit::seconds},
             {"eta_compute", "η compute", Unit::fraction}, {"eta_compute_fp8", "η compute fp8", Unit::fraction},
             {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
             {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"split_kv", "split-KV", Unit::text},
             {"train_rows", "rows", Unit::count}},
            .rows = {}};
   for (const auto& [on, f] : fits)
-    ft.rows.push_back({on, f.kernel, f.eff.fixed.value, f.eff.per_sequence.value, f.eff.eta_compute, f.eff.eta_compute_fp8 ? Value{*f.eff.eta_compute_fp8} : Value{},
+    ft.rows.push_back({on, f.kernel, f.eff.fixed.value, f.eff.per_sequence.value,
+                       f.eff.fixed_fp8_cache ? Value{f.eff.fixed_fp8_cache->value} : Value{},
+                       f.eff.per_sequence_fp8_cache ? Value{f.eff.per_sequence_fp8_cache->value} : Value{}, f.eff.eta_compute, f.eff.eta_compute_fp8 ? Value{*f.eff.eta_compute_fp8} : Value{},
                        f.eff.eta_compute_fp8_tensor ? Value{*f.eff.eta_compute_fp8_tensor} : Value{}, f.eff.eta_memory, f.eff.memory_reach,
                        std::string(f.kernel != kDecode ? "-" : f.eff.split_kv ? "yes" : "no"), f.eff.rows});
   return ft;
@@ -520,7 +545,12 @@ Table fit_table(const std::string& title, const std::vector<std::pair<std::strin
 
 // A fit's parameters as fit.json writes them.
 nlohmann::ordered_json fit_json(const GpuKernelFit& f) {
-  nlohmann::ordered_json j{{"t_fixed_s", f.eff.fixed.value}, {"t_seq_s", f.eff.per_sequence.value}, {"eta_compute", f.eff.eta_compute}};
+  nlohmann::ordered_json j{{"t_fixed_s", f.eff.fixed.value}, {"t_seq_s", f.eff.per_sequence.value}};
+  if (f.eff.fixed_fp8_cache && f.eff.per_sequence_fp8_cache) {
+    j["t_fixed_fp8_cache_s"] = f.eff.fixed_fp8_cache->value;
+    j["t_seq_fp8_cache_s"] = f.eff.per_sequence_fp8_cache->value;
+  }
+  j["eta_compute"] = f.eff.eta_compute;
   if (f.eff.eta_compute_fp8) j["eta_compute_fp8"] = *f.eff.eta_compute_fp8;
   if (f.eff.eta_compute_fp8_tensor) j["eta_compute_fp8_tensor"] = *f.eff.eta_compute_fp8_tensor;
   j["eta_memory"] = f.eff.eta_memory;

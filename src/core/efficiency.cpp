@@ -107,6 +107,13 @@ double eta_compute_for(const KernelEfficiency& k, bool fp8, bool per_tensor) {
   return fp8 && k.eta_compute_fp8 ? *k.eta_compute_fp8 : k.eta_compute;
 }
 
+bool runs_fp8_cache_decode_kernel(const HardwareSpec& hw) { return hw.architecture == "hopper"; }
+
+LaunchCosts launch_costs(const KernelEfficiency& k, bool fp8_cache) {
+  if (fp8_cache && k.fixed_fp8_cache && k.per_sequence_fp8_cache) return {*k.fixed_fp8_cache, *k.per_sequence_fp8_cache};
+  return {k.fixed, k.per_sequence};
+}
+
 bool runs_unsplit(const KernelEfficiency& k, const Tiling& t) { return !k.split_kv && t.unsplit_ctas > 0; }
 
 double wave_efficiency(double ctas, double sms) {
@@ -166,7 +173,8 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   } else {
     t.memory = Seconds{op.bytes().value / (bandwidth.value * k.eta_memory * t.memory_waves)};
   }
-  t.fixed = Seconds{tl.kernel_launches() * (k.fixed.value + launch.sequences * k.per_sequence.value)};
+  const LaunchCosts costs = launch_costs(k, op.fp8_cache);
+  t.fixed = Seconds{tl.kernel_launches() * (costs.fixed.value + launch.sequences * costs.per_sequence.value)};
   return t;
 }
 

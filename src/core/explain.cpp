@@ -433,6 +433,8 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const bool tensor_eta = takes_fp8_efficiency(op, rf) && op.fp8_per_tensor && k.eta_compute_fp8_tensor;
     const double eta_c = eta_compute_for(k, takes_fp8_efficiency(op, rf), op.fp8_per_tensor);
     const LaunchShape launch = launch_shape(tl, rf.sms);
+    const LaunchCosts costs = launch_costs(k, op.fp8_cache);
+    const bool fp8_costs = op.fp8_cache && k.fixed_fp8_cache && k.per_sequence_fp8_cache;
     const double ctas = unsplit ? tl.unsplit_ctas : launch.ctas, w = wave_efficiency(ctas, rf.sms);
     const double wm = memory_wave_efficiency(ctas, rf.sms, k.memory_reach);
     const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
@@ -452,11 +454,11 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                      cat("launches · (t_fixed + sequences · t_seq) + max(F", tl.padded_flops > 0 ? " (padded tiles)" : "", " / (", at_fp8 ? "peak_fp8" : "peak",
                          " · η_c · w), B", unsplit ? " (every head tile's cache read, no split-KV)" : "", " / (bandwidth · η_m · w_m)", cta_formula,
                          "), w = CTAs / (⌈CTAs / SMs⌉ · SMs), w_m = CTAs / (⌊CTAs / SMs⌋ · SMs + max(r, SMs / reach)) (1 for whole waves); ", to_string(fam),
-                         " family", tensor_eta ? ", per-tensor fp8 η_c" : fp8_eta ? ", fp8 η_c" : "",
+                         " family", tensor_eta ? ", per-tensor fp8 η_c" : fp8_eta ? ", fp8 η_c" : "", fp8_costs ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
                          launch.mmha         ? ", MMHA (no XQA kernel for this head group, or too few blocks): t_seq per block, one per query head and sequence"
                          : tl.decode_kernel ? ", XQA: t_seq per block, one per KV head and sequence"
                                             : ""),
-                     cat(num(std::max(1.0, tl.launches)), " · (", secs(k.fixed.value), " + ", num(launch.sequences), " · ", secs(k.per_sequence.value), ") + max(",
+                     cat(num(std::max(1.0, tl.launches)), " · (", secs(costs.fixed.value), " + ", num(launch.sequences), " · ", secs(costs.per_sequence.value), ") + max(",
                          num(flops), " / (", si(peak.value, "FLOP/s"), " · ", plain(eta_c), " · ", plain(w), "), ", num(bytes), " / (",
                          si(rf.bandwidth.value, "B/s"), " · ", plain(k.eta_memory), " · ", plain(wm), ")", cta, "); w = ", num(ctas), " / (⌈",
                          num(ctas), " / ", num(rf.sms), "⌉ · ", num(rf.sms), "), w_m = ", plain(wm), " (reach ", plain(k.memory_reach), ")"),

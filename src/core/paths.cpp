@@ -621,6 +621,7 @@ PathPlan standard_path(const ModelSpec& m, const Workload& w, std::int64_t windo
   const bool decode = !w.context_phase && std::all_of(w.groups.begin(), w.groups.end(), [&](const SequenceGroup& g) {
     return g.query <= 1 + static_cast<double>(w.spec_tokens);
   });
+  att.fp8_cache = decode && w.kv == KvDtype::fp8;
   att.tiling = packed_gqa_tiling(w, kvt, std::max(1.0, ht / kvt), 2 * (d + d), static_cast<double>(window), decode);
   p.add(att);
   if (w.projections) {

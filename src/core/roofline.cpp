@@ -20,6 +20,9 @@ Roofline roofline_for(const HardwareSpec& hw, DType compute, const Efficiency& e
 Roofline roofline_for(const HardwareSpec& hw, DType compute, const EfficiencyProfile& profile) {
   Roofline rf = roofline_for(hw, compute, Efficiency{});
   rf.kernels = profile.kernels;
+  if (!runs_fp8_cache_decode_kernel(hw))
+    for (auto& k : rf.kernels)
+      if (k) k->fixed_fp8_cache.reset(), k->per_sequence_fp8_cache.reset();
   rf.sms = static_cast<double>(hw.sm_count);
   rf.eta_source = profile.describe();
   return rf;

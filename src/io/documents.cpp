@@ -57,7 +57,8 @@ void add_efficiency_table(Document& doc, const Roofline& rf) {
   if (!rf.calibrated()) return;
   Table t{.name = "efficiency", .title = "Calibrated kernel families (other ops at speed of light): " + rf.eta_source,
           .columns = {{"family", "kernel family", Unit::text}, {"fixed_s", "fixed per launch", Unit::seconds},
-                      {"per_sequence_s", "per sequence", Unit::seconds}, {"eta_compute", "η compute", Unit::fraction},
+                      {"per_sequence_s", "per sequence or block", Unit::seconds}, {"fixed_fp8_cache_s", "fixed, fp8 cache", Unit::seconds},
+                      {"per_sequence_fp8_cache_s", "per sequence or block, fp8 cache", Unit::seconds}, {"eta_compute", "η compute", Unit::fraction},
                       {"eta_compute_fp8", "η compute fp8", Unit::fraction}, {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction},
                       {"eta_memory", "η memory", Unit::fraction},
                       {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"split_kv", "split-KV", Unit::text},
@@ -66,7 +67,9 @@ void add_efficiency_table(Document& doc, const Roofline& rf) {
   for (int i = 0; i < kKernelFamilyCount; ++i)
     if (const auto& k = rf.kernels[static_cast<std::size_t>(i)]) {
       const auto f = static_cast<KernelFamily>(i);
-      t.rows.push_back({std::string(to_string(f)), k->fixed.value, k->per_sequence.value, k->eta_compute,
+      t.rows.push_back({std::string(to_string(f)), k->fixed.value, k->per_sequence.value,
+                        k->fixed_fp8_cache ? Value{k->fixed_fp8_cache->value} : Value{},
+                        k->per_sequence_fp8_cache ? Value{k->per_sequence_fp8_cache->value} : Value{}, k->eta_compute,
                         k->eta_compute_fp8 ? Value{*k->eta_compute_fp8} : Value{}, k->eta_compute_fp8_tensor ? Value{*k->eta_compute_fp8_tensor} : Value{},
                         k->eta_memory, k->memory_reach,
                         std::string(!is_latent_attention(f) ? "-" : k->split_kv ? "yes" : "no"), k->rows});

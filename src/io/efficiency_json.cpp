@@ -92,12 +92,26 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
       fail_key(where, "kernels." + name, show_json(k), "unknown kernel family" + did_you_mean(name, all));
     }
     const std::string prefix = "kernels." + name;
-    only_keys(k, where, prefix, {"fixed_s", "per_sequence_s", "eta_compute", "eta_compute_fp8", "eta_compute_fp8_tensor", "eta_memory", "memory_reach", "split_kv", "rows"});
+    only_keys(k, where, prefix,
+              {"fixed_s", "per_sequence_s", "fixed_fp8_cache_s", "per_sequence_fp8_cache_s", "eta_compute", "eta_compute_fp8", "eta_compute_fp8_tensor",
+               "eta_memory", "memory_reach", "split_kv", "rows"});
     for (const char* key : {"fixed_s", "per_sequence_s", "eta_compute", "eta_memory", "rows"})
       if (!k.contains(key)) fail_key(where, prefix + "." + key, "(absent)", "required for every kernel family");
     KernelEfficiency e;
     e.fixed = Seconds{number(k["fixed_s"], where, prefix + ".fixed_s", 0, 1, false)};
     e.per_sequence = Seconds{number(k["per_sequence_s"], where, prefix + ".per_sequence_s", 0, 1, false)};
+    // The fp8-cache kernel's costs come as a pair: one without the other would time its launches
+    // half with one kernel's costs and half with another's.
+    if (k.contains("fixed_fp8_cache_s") != k.contains("per_sequence_fp8_cache_s")) {
+      const char* given = k.contains("fixed_fp8_cache_s") ? "fixed_fp8_cache_s" : "per_sequence_fp8_cache_s";
+      fail_key(where, prefix + "." + given, show_json(k[given]),
+               fmt::format("needs {} beside it (the fp8-cache kernel's costs come as a pair)",
+                           k.contains("fixed_fp8_cache_s") ? "per_sequence_fp8_cache_s" : "fixed_fp8_cache_s"));
+    }
+    if (k.contains("fixed_fp8_cache_s")) {
+      e.fixed_fp8_cache = Seconds{number(k["fixed_fp8_cache_s"], where, prefix + ".fixed_fp8_cache_s", 0, 1, false)};
+      e.per_sequence_fp8_cache = Seconds{number(k["per_sequence_fp8_cache_s"], where, prefix + ".per_sequence_fp8_cache_s", 0, 1, false)};
+    }
     e.eta_compute = number(k["eta_compute"], where, prefix + ".eta_compute", 0, 1, true);
     if (k.contains("eta_compute_fp8")) e.eta_compute_fp8 = number(k["eta_compute_fp8"], where, prefix + ".eta_compute_fp8", 0, 1, true);
     if (k.contains("eta_compute_fp8_tensor"))
@@ -123,7 +137,7 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
   if (!p.gpu.empty()) j["gpu"] = p.gpu;
   j["written_by"] = p.written_by;
   j["transfer_rule"] =
-      "t = launches·(fixed_s + sequences·per_sequence_s) + max(F / (peak·eta_compute·w) (fp8 kernels: the fp8 peak·eta_compute_fp8 where given, per-tensor-scaled fp8 GEMMs eta_compute_fp8_tensor where given), B / (bandwidth·eta_memory·w_m), F_cta / (peak/SMs·eta_compute)), "
+      "t = launches·(fixed_s + sequences·per_sequence_s) (GQA decode over an fp8 KV cache on a Hopper GPU, TensorRT-LLM's QGMMA and fp8-cache MMHA kernels: fixed_fp8_cache_s and per_sequence_fp8_cache_s where given) + max(F / (peak·eta_compute·w) (fp8 kernels: the fp8 peak·eta_compute_fp8 where given, per-tensor-scaled fp8 GEMMs eta_compute_fp8_tensor where given), B / (bandwidth·eta_memory·w_m), F_cta / (peak/SMs·eta_compute)), "
       "w = CTAs / (ceil(CTAs / SMs)·SMs), w_m = CTAs / (floor(CTAs / SMs)·SMs + max(r, SMs / memory_reach)) with r the last wave's CTAs (1 for whole waves); "
       "latent attention with split_kv false: one CTA per sequence and 64-head tile walks all its keys, "
       "B counts every tile's cache read and the time is at least the longest CTA's bytes / (min(1, memory_reach / SMs)·bandwidth·eta_memory); a GPU without its own profile takes its architecture's (else the one over every architecture) "
@@ -142,7 +156,12 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
   for (int i = 0; i < kKernelFamilyCount; ++i)
     if (const auto& k = p.kernels[static_cast<std::size_t>(i)]) {
       nlohmann::ordered_json& e = j["kernels"][std::string(to_string(static_cast<KernelFamily>(i)))];
-      e = {{"fixed_s", k->fixed.value}, {"per_sequence_s", k->per_sequence.value}, {"eta_compute", k->eta_compute}};
+      e = {{"fixed_s", k->fixed.value}, {"per_sequence_s", k->per_sequence.value}};
+      if (k->fixed_fp8_cache && k->per_sequence_fp8_cache) {
+        e["fixed_fp8_cache_s"] = k->fixed_fp8_cache->value;
+        e["per_sequence_fp8_cache_s"] = k->per_sequence_fp8_cache->value;
+      }
+      e["eta_compute"] = k->eta_compute;
       if (k->eta_compute_fp8) e["eta_compute_fp8"] = *k->eta_compute_fp8;
       if (k->eta_compute_fp8_tensor) e["eta_compute_fp8_tensor"] = *k->eta_compute_fp8_tensor;
       e["eta_memory"] = k->eta_memory;

@@ -61,6 +61,14 @@ struct KernelEfficiency {
   // cuBLASLt-style kernels, not the block-scaled ones), where it was fitted apart. Absent:
   // eta_compute_fp8, else eta_compute.
   std::optional<double> eta_compute_fp8_tensor;
+  // The fixed and per-sequence costs of the family's decode kernel over an fp8 KV cache
+  // (Op::fp8_cache), where they were fitted apart: on Hopper TensorRT-LLM's XQA reads fp8 keys with
+  // its QGMMA kernels, whose blocks start and walk their keys at another cost than the bf16 kernel's,
+  // and MMHA with its fp8-cache instantiation (runs_fp8_cache_decode_kernel; keeping MMHA on the bf16
+  // kernel's costs fit H100's decode rows worse in-table, 16.6% against 15.4%). Both or neither;
+  // absent: fixed and per_sequence.
+  std::optional<Seconds> fixed_fp8_cache;
+  std::optional<Seconds> per_sequence_fp8_cache;
   double eta_memory = 1;    // of the memory bandwidth, in a full wave
   // The bandwidth one CTA streams, in multiples of its SM's share (bandwidth/SMs), ≥ 1: how far a
   // launch of fewer CTAs than SMs still reaches the full wave's bandwidth (memory_wave_efficiency).
@@ -112,6 +120,19 @@ bool is_latent_attention(KernelFamily f);
 // The compute efficiency a family's kernel runs at: for an fp8 kernel its fp8 one where it has one
 // (per-tensor scales: its per-tensor one first).
 double eta_compute_for(const KernelEfficiency& k, bool fp8, bool per_tensor = false);
+// Whether a GPU decodes over an fp8 cache with a kernel of its own: TensorRT-LLM's XQA takes its
+// QGMMA kernels for an E4M3 cache on sm90 only (NVIDIA/TensorRT-LLM
+// cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/decoderXQAImplJIT/kernelUtils.cpp@602593ac:90-98),
+// so the Hopper GPUs; elsewhere the fp8 cache runs the bf16 cache's kernel (its blocks' costs
+// measured alike on B200) and a profile's fp8-cache costs are not used (roofline_for drops them).
+bool runs_fp8_cache_decode_kernel(const HardwareSpec& hw);
+// The fixed cost per launch and the cost per sequence an op pays under a family: its fp8-cache
+// ones for an op over an fp8 cache where the family has them.
+struct LaunchCosts {
+  Seconds fixed{0};
+  Seconds per_sequence{0};
+};
+LaunchCosts launch_costs(const KernelEfficiency& k, bool fp8_cache);
 // Whether an op runs its unsplit launch under a family (split_kv false, and the op has one).
 bool runs_unsplit(const KernelEfficiency& k, const Tiling& t);
 

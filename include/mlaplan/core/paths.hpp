@@ -114,6 +114,10 @@ struct Op {
   // fp8 with one scale per tensor: at the fp8 peak with its family's per-tensor fp8 efficiency
   // (eta_compute_fp8_tensor; the block-scaled kernels rescale every 128 of the reduction).
   bool fp8_per_tensor = false;
+  // A GQA decode kernel over an fp8 KV cache: on Hopper another kernel (TensorRT-LLM's XQA runs its
+  // QGMMA kernels there), with its family's fp8-cache launch costs where they were fitted apart
+  // (KernelEfficiency::fixed_fp8_cache, runs_fp8_cache_decode_kernel).
+  bool fp8_cache = false;
   Tiling tiling;
   BytesF bytes() const { return bytes_read + bytes_written; }
   OpKind kind() const { return kind_of(id); }
