@@ -110,8 +110,8 @@ double eta_compute_for(const KernelEfficiency& k, bool fp8, bool per_tensor) {
 bool runs_fp8_cache_decode_kernel(const HardwareSpec& hw) { return hw.architecture == "hopper"; }
 
 LaunchCosts launch_costs(const KernelEfficiency& k, bool fp8_cache) {
-  if (fp8_cache && k.fixed_fp8_cache && k.per_sequence_fp8_cache) return {*k.fixed_fp8_cache, *k.per_sequence_fp8_cache};
-  return {k.fixed, k.per_sequence};
+  if (fp8_cache && k.fixed_fp8_cache && k.per_sequence_fp8_cache) return {*k.fixed_fp8_cache, *k.per_sequence_fp8_cache, true};
+  return {k.fixed, k.per_sequence, false};
 }
 
 bool runs_unsplit(const KernelEfficiency& k, const Tiling& t) { return !k.split_kv && t.unsplit_ctas > 0; }

@@ -434,7 +434,6 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const double eta_c = eta_compute_for(k, takes_fp8_efficiency(op, rf), op.fp8_per_tensor);
     const LaunchShape launch = launch_shape(tl, rf.sms);
     const LaunchCosts costs = launch_costs(k, op.fp8_cache);
-    const bool fp8_costs = op.fp8_cache && k.fixed_fp8_cache && k.per_sequence_fp8_cache;
     const double ctas = unsplit ? tl.unsplit_ctas : launch.ctas, w = wave_efficiency(ctas, rf.sms);
     const double wm = memory_wave_efficiency(ctas, rf.sms, k.memory_reach);
     const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
@@ -454,7 +453,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                      cat("launches · (t_fixed + sequences · t_seq) + max(F", tl.padded_flops > 0 ? " (padded tiles)" : "", " / (", at_fp8 ? "peak_fp8" : "peak",
                          " · η_c · w), B", unsplit ? " (every head tile's cache read, no split-KV)" : "", " / (bandwidth · η_m · w_m)", cta_formula,
                          "), w = CTAs / (⌈CTAs / SMs⌉ · SMs), w_m = CTAs / (⌊CTAs / SMs⌋ · SMs + max(r, SMs / reach)) (1 for whole waves); ", to_string(fam),
-                         " family", tensor_eta ? ", per-tensor fp8 η_c" : fp8_eta ? ", fp8 η_c" : "", fp8_costs ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
+                         " family", tensor_eta ? ", per-tensor fp8 η_c" : fp8_eta ? ", fp8 η_c" : "", costs.fp8_cache ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
                          launch.mmha         ? ", MMHA (no XQA kernel for this head group, or too few blocks): t_seq per block, one per query head and sequence"
                          : tl.decode_kernel ? ", XQA: t_seq per block, one per KV head and sequence"
                                             : ""),

@@ -131,6 +131,7 @@ bool runs_fp8_cache_decode_kernel(const HardwareSpec& hw);
 struct LaunchCosts {
   Seconds fixed{0};
   Seconds per_sequence{0};
+  bool fp8_cache = false;  // the family's fp8-cache pair, not fixed and per_sequence
 };
 LaunchCosts launch_costs(const KernelEfficiency& k, bool fp8_cache);
 // Whether an op runs its unsplit launch under a family (split_kv false, and the op has one).
