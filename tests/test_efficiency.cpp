@@ -4,12 +4,16 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
 #include "mlaplan/core/efficiency.hpp"
+#include "mlaplan/core/feasibility.hpp"
 #include "mlaplan/core/roofline.hpp"
 #include "mlaplan/io/efficiency_json.hpp"
 #include "mlaplan/io/error.hpp"
@@ -26,6 +30,17 @@ json minimal_profile() {
     "fitted_on": [{"gpu": "H100 SXM5 80GB", "file": "a.csv", "kernel": "absorbed_decode", "rows": 10, "source": "somewhere", "licence": "MIT"}],
     "kernels": {"absorbed_decode": {"fixed_s": 1e-5, "per_sequence_s": 5e-8, "eta_compute": 0.5, "eta_memory": 0.8, "rows": 10}}
   })");
+}
+
+// The absorb path's latent attention op for a batch of groups on TP ranks.
+Op latent_attention(const ModelSpec& m, std::int64_t tp, std::vector<SequenceGroup> groups) {
+  Workload w;
+  w.par.tp = tp;
+  w.groups = std::move(groups);
+  const PathPlan p = mla_path(m, w, PathKind::absorb);
+  const Op* att = p.find(OpId::latent_attention_mqa);
+  REQUIRE(att);
+  return *att;
 }
 
 std::string refusal(const json& j) {
@@ -245,13 +260,8 @@ TEST_CASE("GQA decode's kernel by head group, on every bundled GQA/MHA model", "
 
 TEST_CASE("latent decode without split-KV: one CTA per sequence and head tile walks every key", "[efficiency]") {
   // DeepSeek-V3 at 128 heads, bf16 cache (1,152 B per token), one sequence of 8,192 keys, on 108 SMs.
-  const ModelSpec m = load_model("deepseek-v3");
-  Workload w;
-  w.groups = {SequenceGroup{1, 1, 8191}};
-  const PathPlan p = mla_path(m, w, PathKind::absorb);
-  const Op* att = p.find(OpId::latent_attention_mqa);
-  REQUIRE(att);
-  const Tiling& tl = att->tiling;
+  const Op att = latent_attention(load_model("deepseek-v3"), 1, {SequenceGroup{1, 1, 8191}});
+  const Tiling& tl = att.tiling;
   // Split: ⌈128 / 64⌉ tiles · ⌈8192 / 64⌉ key blocks (FlashMLA's 64-token blocks).
   CHECK(tl.ctas == 2 * 128);
   // Unsplit: 2 CTAs, each reading 8,192 · 1,152 B of cache + 64 rows · (576 + 512) · 2 B.
@@ -265,16 +275,127 @@ TEST_CASE("latent decode without split-KV: one CTA per sequence and head tile wa
   // Unsplit: w = 2 / 108, so B_total / (bw · η · w) = 2 · cta_bytes · 54 / (bw · 0.5), the same as the
   // longest CTA at one SM's share: cta_bytes · 108 / (bw · 0.5) = 1.01 ms.
   k.split_kv = false;
-  const CalibratedTime un = calibrated_time(*att, k, FlopsPerSecond{312e12}, bw, 108, false);
+  const CalibratedTime un = calibrated_time(att, k, FlopsPerSecond{312e12}, bw, 108, false);
   CHECK(un.waves == Approx(2.0 / 108));
   CHECK(un.memory.value == Approx(cta_bytes * 108 / (2.039e12 * 0.5)));
   CHECK(un.memory.value == Approx(1.0145e-3).epsilon(0.001));
   // Split: 256 CTAs on 108 SMs, w = 256 / 324; the cache once: far faster.
   k.split_kv = true;
-  const CalibratedTime sp = calibrated_time(*att, k, FlopsPerSecond{312e12}, bw, 108, false);
+  const CalibratedTime sp = calibrated_time(att, k, FlopsPerSecond{312e12}, bw, 108, false);
   CHECK(sp.waves == Approx(256.0 / 324));
-  CHECK(sp.memory.value == Approx(att->bytes().value * 324 / 256 / (2.039e12 * 0.5)));
+  CHECK(sp.memory.value == Approx(att.bytes().value * 324 / 256 / (2.039e12 * 0.5)));
   CHECK(sp.memory.value < un.memory.value / 50);
+}
+
+TEST_CASE("latent decode under split-KV: FlashMLA's partition sets the per-sequence cost", "[efficiency][example]") {
+  // DeepSeek-V3 at TP8 (16 heads: one 64-row tile), 512 sequences of 8,192 keys (128 blocks of 64)
+  // on 132 SMs: 132 parts; 512 · (128 + 5) = 68,096 blocks with the overheads, a payload of
+  // ⌈68,096 / 132⌉ + 5 = 521; the fullest part takes 3 whole sequences (399) and 521 − 399 − 5 = 117
+  // blocks of a fourth: 4 sequences started.
+  const ModelSpec m = load_model("deepseek-v3");
+  const Op att = latent_attention(m, 8, {SequenceGroup{512, 1, 8191}});
+  CHECK(att.tiling.latent_key_blocks == 512 * 128);
+  CHECK(att.tiling.latent_m_tiles == 1);
+  std::optional<LatentPartition> p = latent_partition(att.tiling, 132, true);
+  REQUIRE(p);
+  CHECK(p->parts == 132);
+  CHECK(p->ctas == 132);
+  CHECK(p->payload == 521);
+  CHECK(p->pieces == 4);
+  // H20's 78 SMs: a payload of ⌈68,096 / 78⌉ + 5 = 879, 6 whole sequences (798) and 76 blocks of a
+  // seventh: 7 started.
+  p = latent_partition(att.tiling, 78, true);
+  REQUIRE(p);
+  CHECK(p->payload == 879);
+  CHECK(p->pieces == 7);
+  // The per-sequence cost is paid for those, not for the batch: 10 µs + 4 · 7 µs on 132 SMs, 10 µs +
+  // 7 · 7 µs on 78.
+  KernelEfficiency k{.fixed = Seconds{10e-6}, .per_sequence = Seconds{7e-6}, .eta_compute = 0.5, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt,
+                     .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.8, .rows = 1};
+  CHECK(calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false).fixed.value == Approx(38e-6));
+  CHECK(calibrated_time(att, k, FlopsPerSecond{148e12}, BytesPerSecond{4.0e12}, 78, false).fixed.value == Approx(59e-6));
+  // A kernel that does not split keys: one CTA per sequence (one tile each), 512 CTAs in waves over
+  // 132 SMs, the busiest starting ⌈512 / 132⌉ = 4; on 78 SMs ⌈512 / 78⌉ = 7.
+  k.split_kv = false;
+  p = latent_partition(att.tiling, 132, false);
+  REQUIRE(p);
+  CHECK(p->parts == 0);
+  CHECK(p->ctas == 512);
+  CHECK(p->pieces == 4);
+  CHECK(calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false).fixed.value == Approx(38e-6));
+  CHECK(calibrated_time(att, k, FlopsPerSecond{148e12}, BytesPerSecond{4.0e12}, 78, false).fixed.value == Approx(59e-6));
+  CHECK_FALSE(latent_partition(att.tiling, 0, true));  // SMs unknown
+  // 128 heads (two tiles): 66 parts, a payload of ⌈68,096 / 66⌉ + 5 = 1,037: 7 whole sequences (931)
+  // and 101 blocks of an eighth.
+  p = latent_partition(latent_attention(m, 1, {SequenceGroup{512, 1, 8191}}).tiling, 132, true);
+  REQUIRE(p);
+  CHECK(p->parts == 66);
+  CHECK(p->ctas == 132);
+  CHECK(p->payload == 1037);
+  CHECK(p->pieces == 8);
+  // One sequence: of 128 keys, 2 + 5 blocks within the floor payload of 10; of 65,536 keys, 1,029
+  // blocks over 132 parts, a payload of 13: every part starts a piece of it.
+  p = latent_partition(latent_attention(m, 1, {SequenceGroup{1, 1, 127}}).tiling, 132, true);
+  REQUIRE(p);
+  CHECK(p->payload == 10);
+  CHECK(p->pieces == 1);
+  p = latent_partition(latent_attention(m, 8, {SequenceGroup{1, 1, 65535}}).tiling, 132, true);
+  REQUIRE(p);
+  CHECK(p->payload == 13);
+  CHECK(p->pieces == 1);
+  // A batch absorbed whole with two 2,048-token prompts beside 64 decodes (16 heads): a prompt's
+  // 2,048 · 16 / 64 = 512 query tiles outnumber the SMs, FlashMLA has no part; the 64 + 2 · 512 =
+  // 1,088 sequence tiles are CTAs of their own, the busiest SM starting ⌈1,088 / 132⌉ = 9.
+  p = latent_partition(latent_attention(m, 8, {SequenceGroup{64, 1, 8191}, SequenceGroup{2, 2048, 0}}).tiling, 132, true);
+  REQUIRE(p);
+  CHECK(p->parts == 0);
+  CHECK(p->ctas == 1088);
+  CHECK(p->pieces == 9);
+}
+
+TEST_CASE("FlashMLA's partition on every bundled MLA model deals every block and starts no more sequences than the batch", "[efficiency][property]") {
+  for (const BundledEntry& e : bundled_models()) {
+    const ModelSpec m = load_model(e.short_name);
+    if (!m.is_mla()) continue;
+    for (std::int64_t tp : {1, 8})
+      for (double batch : {1.0, 3.0, 64.0, 500.0, 4096.0})
+        for (double keys : {1.0, 64.0, 65.0, 4096.0, 131072.0}) {
+          Workload w;
+          w.par.tp = tp;
+          w.groups = {SequenceGroup{static_cast<std::int64_t>(batch), 1, keys - 1}};
+          if (!check_layout(m, w.par).ok()) continue;
+          for (PathKind kind : paths_for(m)) {
+            if (kind != PathKind::absorb && kind != PathKind::sparse) continue;
+            const PathPlan plan = mla_path(m, w, kind);
+            for (const Op& op : plan) {
+              if (!(op.tiling.latent_key_blocks > 0)) continue;
+              double prev_pieces = 0;
+              for (double sms : {148.0, 132.0, 108.0, 78.0}) {
+                INFO(e.short_name << " TP" << tp << " batch " << batch << " keys " << keys << " " << op.name() << " on " << sms << " SMs");
+                const std::optional<LatentPartition> p = latent_partition(op.tiling, sms, true);
+                REQUIRE(p);
+                const double total = op.tiling.latent_key_blocks + kLatentOverheadBlocks * op.tiling.sequences;
+                REQUIRE(p->parts >= 1);  // a decode step's query tiles never outnumber the SMs
+                CHECK(p->ctas <= sms);
+                CHECK(p->parts * p->payload >= total);  // every block is dealt
+                CHECK(p->pieces >= 1);
+                CHECK(p->pieces <= op.tiling.sequences);
+                CHECK(p->pieces * kLatentOverheadBlocks <= p->payload);  // the fullest part holds its payload
+                CHECK(p->pieces >= prev_pieces);  // fewer SMs never start fewer sequences on a part
+                prev_pieces = p->pieces;
+                // The fullest part starts at most its even share of the sequences and two pieces.
+                CHECK(p->pieces <= op.tiling.sequences / p->parts + 2);
+                // Without split-KV the busiest SM starts its wave share of the sequences' tiles.
+                const std::optional<LatentPartition> u = latent_partition(op.tiling, sms, false);
+                REQUIRE(u);
+                CHECK(u->parts == 0);
+                CHECK(u->ctas == op.tiling.unsplit_ctas);
+                CHECK(u->pieces == std::ceil(op.tiling.unsplit_ctas / sms));
+              }
+            }
+          }
+        }
+  }
 }
 
 TEST_CASE("memory waves: a CTA streams up to reach times its SM's share of the bandwidth", "[efficiency]") {
@@ -336,17 +457,12 @@ TEST_CASE("memory waves: a CTA streams up to reach times its SM's share of the b
 
 TEST_CASE("the paths declare their kernels' tiles", "[efficiency]") {
   const ModelSpec m = load_model("deepseek-v3");
-  Workload w;
-  w.par.tp = 8;
-  w.groups = {SequenceGroup{32, 1, 8191}};
-  const PathPlan absorb = mla_path(m, w, PathKind::absorb);
-  const Op* att = absorb.find(OpId::latent_attention_mqa);
-  REQUIRE(att);
+  const Op att = latent_attention(m, 8, {SequenceGroup{32, 1, 8191}});
   // 16 heads per rank in a 64-row tile (4x padded), 8,192 keys in 128 blocks of 64 (FlashMLA's
   // block_size_n, csrc/api/dense_decode.h:103), 32 sequences.
-  CHECK(att->tiling.ctas == 32 * 1 * 128);
-  CHECK(att->tiling.sequences == 32);
-  CHECK(att->tiling.padded_flops == Approx(4 * att->flops.value));
+  CHECK(att.tiling.ctas == 32 * 1 * 128);
+  CHECK(att.tiling.sequences == 32);
+  CHECK(att.tiling.padded_flops == Approx(4 * att.flops.value));
   Workload p;
   p.groups = {SequenceGroup{1, 4096, 0}};
   const PathPlan expand = mla_path(m, p, PathKind::expand);
@@ -600,8 +716,8 @@ TEST_CASE("cost uses the calibrated profile by default and says which, --sol giv
     INFO(gpu);
     const json j = json::parse(run(std::string("cost --model deepseek-v3 --batch 32 --format json --gpu ") + gpu).out);
     CHECK(j["time_model"] == "calibrated");
-    CHECK(j["eta_source"] == "hopper profile (fitted on H100 SXM5 80GB + H800 SXM5 80GB): absorbed_decode, expanded_prefill, sparse_decode, attention, "
-                             "attention_decode, gemm, bmm, grouped_gemm, elementwise, indexer");
+    CHECK(j["eta_source"] == "hopper profile (fitted on H100 SXM5 80GB + H800 SXM5 80GB): absorbed_decode, expanded_prefill, attention, "
+                             "attention_decode, gemm, bmm, grouped_gemm, elementwise; sparse_decode, indexer from the any profile");
     CHECK(j["paths"]["absorb"]["time_s_all_layers"].get<double>() > j["paths"]["absorb"]["sol_time_s_all_layers"].get<double>());
   }
   const json s = json::parse(run("cost --model deepseek-v3 --batch 32 --format json --gpu h200 --sol").out);

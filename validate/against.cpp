@@ -31,6 +31,11 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kDecode = "absorbed_decode";
+// The rows an architecture's GPUs must hold of a family for its profile (and a left-out GPU's
+// transfer) to be fitted on them alone: ten per parameter of the five fitted at once. Fewer (H800's
+// 41 latent decode and 5 prefill rows, without H100's) leave the family to the fit over every
+// architecture, which adds the other GPUs' rows.
+constexpr std::size_t kMinArchitectureRows = 50;
 constexpr const char* kPrefill = "expanded_prefill";
 constexpr const char* kGemm = "gemm";
 constexpr const char* kBmm = "bmm";
@@ -123,7 +128,9 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   t0s[0] = 0;
   std::vector<double> tseqs{0};
   if (batches) {
-    tseqs = geometric_axis(1e-10, 1e-6, 10);  // 0, then 0.25 ns .. 1 µs per sequence
+    // 0, then 0.25 ns .. 1 µs per sequence; latent attention up to 100 µs, as a split launch pays it
+    // per sequence its fullest SM part starts (latent_partition), a hundred times fewer than the batch's.
+    tseqs = kernel == kDecode || kernel == "sparse_decode" ? geometric_axis(1e-10, 1e-4, 14) : geometric_axis(1e-10, 1e-6, 10);
     tseqs[0] = 0;
   }
   const std::vector<double> etas = geometric_axis(0.05, 1, batches ? 12 : 16);
@@ -748,10 +755,13 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
     for (std::size_t g = 0; g < gpus.size(); ++g) {
       std::vector<Row>& mine = per_gpu[g];
       if (of_kernel(mine, k).empty()) continue;
-      // Transfer: from the other GPUs of the same architecture when any has rows, else from all.
+      // Transfer: from the other GPUs of the same architecture where they hold enough of the family's
+      // rows (kMinArchitectureRows), else from all, as the profiles a default ships are chosen.
       auto has_rows = [&](std::size_t o) { return o != g && fittable(o) && !of_kernel(per_gpu[o], k).empty(); };
-      bool same_arch = false;
-      for (std::size_t o = 0; o < gpus.size(); ++o) same_arch = same_arch || (has_rows(o) && !gpus[g].architecture.empty() && gpus[o].architecture == gpus[g].architecture);
+      std::size_t same_rows = 0;
+      for (std::size_t o = 0; o < gpus.size(); ++o)
+        if (has_rows(o) && !gpus[g].architecture.empty() && gpus[o].architecture == gpus[g].architecture) same_rows += of_kernel(per_gpu[o], k).size();
+      const bool same_arch = same_rows >= kMinArchitectureRows;
       std::vector<const Row*> others;
       std::string on;
       for (std::size_t o = 0; o < gpus.size(); ++o)
@@ -806,6 +816,8 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
           every.insert(every.end(), part.begin(), part.end());
         }
       if (every.empty()) continue;
+      // An architecture whose GPUs time the family on too few rows leaves it to the profile over all.
+      if (!arch.empty() && every.size() < kMinArchitectureRows) continue;
       all_fits.push_back({fmt::format("{}: {}", arch.empty() ? "any architecture" : arch, on), fit(k, every)});
       add_to_profile(arch.empty() ? "any" : arch, arch.empty() ? "any" : "architecture", members, k, all_fits.back().second);
     }
@@ -818,11 +830,12 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
 
   std::string md = fmt::format("# Leave one GPU out: published MLA kernel timings against mlaplan\n\nFolders under `{}`, one per GPU; MLA "
                                "dimensions of {}. For each GPU the efficiency model (see `mlaplan-validate --against`) is fitted on the other "
-                               "GPUs' rows and predicts this GPU's through its own datasheet peak, bandwidth and SM count. Beside it: speed of "
-                               "light; lookup, the nearest row of another GPU (same kernel and cache dtype, nearest in log batch, length, heads "
-                               "and query) scaled by the two rows' speed-of-light ratio; and the refit on this GPU's own even rows, judged on its "
+                               "GPUs' rows (those of its architecture where they hold {} rows of the kernel family or more, else all) and "
+                               "predicts this GPU's through its own datasheet peak, bandwidth and SM count. Beside it: speed of light; lookup, "
+                               "the nearest row of those same GPUs (same kernel and cache dtype, nearest in log batch, length, heads and query) "
+                               "scaled by the two rows' speed-of-light ratio; and the refit on this GPU's own even rows, judged on its "
                                "odd rows. H20 and H200 rows are never fitted on.\n\n",
-                               root.string(), m.name);
+                               root.string(), m.name, kMinArchitectureRows);
   md += unread_note(unread);
   if (!skipped.empty()) {
     std::string s;

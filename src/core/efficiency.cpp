@@ -152,16 +152,42 @@ LaunchShape launch_shape(const Tiling& t, double sms) {
   return l;
 }
 
+std::optional<LatentPartition> latent_partition(const Tiling& t, double sms, bool split_kv) {
+  if (!(t.latent_key_blocks > 0) || !(t.sequences > 0) || !(sms > 0)) return std::nullopt;
+  constexpr double o = kLatentOverheadBlocks;
+  LatentPartition p;
+  const double tiles = std::max(1.0, t.latent_m_tiles);
+  p.parts = split_kv ? std::floor(sms / tiles) : 0;
+  if (!(p.parts >= 1)) {
+    // Every sequence's own tiles are CTAs, in waves over the SMs.
+    p.parts = 0;
+    p.ctas = t.unsplit_ctas > 0 ? t.unsplit_ctas : t.sequences * tiles;
+    p.pieces = std::ceil(p.ctas / sms);
+    return p;
+  }
+  p.ctas = p.parts * tiles;
+  const double total = t.latent_key_blocks + o * t.sequences;
+  p.payload = std::max(std::ceil(total / p.parts) + o, 2 * o);
+  // The fullest part: the whole sequences that fit its payload, then a piece of the next where more
+  // than the overhead is left.
+  const double n = t.latent_key_blocks / t.sequences;
+  const double whole = std::min(std::floor(p.payload / (n + o)), t.sequences);
+  const double left = whole < t.sequences ? p.payload - whole * (n + o) - o : 0;
+  p.pieces = whole + (left > 0 ? 1 : 0);
+  return p;
+}
+
 CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, bool fp8) {
   CalibratedTime t;
   const Tiling& tl = op.tiling;
+  const LaunchCosts costs = launch_costs(k, op.fp8_cache);
+  const double eta_c = eta_compute_for(k, fp8, op.fp8_per_tensor);
+  const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
   const bool unsplit = runs_unsplit(k, tl);
   const LaunchShape launch = launch_shape(tl, sms);
   const double ctas = unsplit ? tl.unsplit_ctas : launch.ctas;
   t.waves = wave_efficiency(ctas, sms);
   t.memory_waves = memory_wave_efficiency(ctas, sms, k.memory_reach);
-  const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
-  const double eta_c = eta_compute_for(k, fp8, op.fp8_per_tensor);
   double compute = flops / (peak.value * eta_c * t.waves);
   if (tl.longest_cta_flops > 0 && sms > 0) compute = std::max(compute, tl.longest_cta_flops / (peak.value / sms * eta_c));
   t.compute = Seconds{compute};
@@ -173,8 +199,9 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   } else {
     t.memory = Seconds{op.bytes().value / (bandwidth.value * k.eta_memory * t.memory_waves)};
   }
-  const LaunchCosts costs = launch_costs(k, op.fp8_cache);
-  t.fixed = Seconds{tl.kernel_launches() * (costs.fixed.value + launch.sequences * costs.per_sequence.value)};
+  const std::optional<LatentPartition> part = latent_partition(tl, sms, k.split_kv);
+  const double sequences = part ? part->pieces : launch.sequences;
+  t.fixed = Seconds{tl.kernel_launches() * (costs.fixed.value + sequences * costs.per_sequence.value)};
   return t;
 }
 

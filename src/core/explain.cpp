@@ -433,6 +433,17 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const bool tensor_eta = takes_fp8_efficiency(op, rf) && op.fp8_per_tensor && k.eta_compute_fp8_tensor;
     const double eta_c = eta_compute_for(k, takes_fp8_efficiency(op, rf), op.fp8_per_tensor);
     const LaunchShape launch = launch_shape(tl, rf.sms);
+    const std::optional<LatentPartition> part = latent_partition(tl, rf.sms, k.split_kv);
+    double sequences = launch.sequences;
+    std::string partition;  // how the sequences a latent split launch pays t_seq for were counted
+    if (part) {
+      const LatentPartition& lp = *part;
+      sequences = lp.pieces;
+      partition = lp.parts > 0 ? cat(", t_seq per sequence the fullest of FlashMLA's ", num(lp.parts), " SM parts starts (a payload of ", num(lp.payload),
+                                     " blocks of 64 keys, ", num(kLatentOverheadBlocks), " more per sequence)")
+                               : cat(", t_seq per sequence and 64-row query tile the busiest SM starts: ⌈", num(lp.ctas), " / ", num(rf.sms), "⌉",
+                                     k.split_kv ? " (more query tiles than SMs: FlashMLA has no SM part)" : " (a kernel that does not split keys)");
+    }
     const LaunchCosts costs = launch_costs(k, op.fp8_cache);
     const double ctas = unsplit ? tl.unsplit_ctas : launch.ctas, w = wave_efficiency(ctas, rf.sms);
     const double wm = memory_wave_efficiency(ctas, rf.sms, k.memory_reach);
@@ -456,8 +467,8 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                          " family", tensor_eta ? ", per-tensor fp8 η_c" : fp8_eta ? ", fp8 η_c" : "", costs.fp8_cache ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
                          launch.mmha         ? ", MMHA (no XQA kernel for this head group, or too few blocks): t_seq per block, one per query head and sequence"
                          : tl.decode_kernel ? ", XQA: t_seq per block, one per KV head and sequence"
-                                            : ""),
-                     cat(num(std::max(1.0, tl.launches)), " · (", secs(costs.fixed.value), " + ", num(launch.sequences), " · ", secs(costs.per_sequence.value), ") + max(",
+                                            : partition),
+                     cat(num(std::max(1.0, tl.launches)), " · (", secs(costs.fixed.value), " + ", num(sequences), " · ", secs(costs.per_sequence.value), ") + max(",
                          num(flops), " / (", si(peak.value, "FLOP/s"), " · ", plain(eta_c), " · ", plain(w), "), ", num(bytes), " / (",
                          si(rf.bandwidth.value, "B/s"), " · ", plain(k.eta_memory), " · ", plain(wm), ")", cta, "); w = ", num(ctas), " / (⌈",
                          num(ctas), " / ", num(rf.sms), "⌉ · ", num(rf.sms), "), w_m = ", plain(wm), " (reach ", plain(k.memory_reach), ")"),

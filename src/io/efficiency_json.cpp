@@ -139,7 +139,8 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
   j["transfer_rule"] =
       "t = launches·(fixed_s + sequences·per_sequence_s) (GQA decode over an fp8 KV cache on a Hopper GPU, TensorRT-LLM's QGMMA and fp8-cache MMHA kernels: fixed_fp8_cache_s and per_sequence_fp8_cache_s where given) + max(F / (peak·eta_compute·w) (fp8 kernels: the fp8 peak·eta_compute_fp8 where given, per-tensor-scaled fp8 GEMMs eta_compute_fp8_tensor where given), B / (bandwidth·eta_memory·w_m), F_cta / (peak/SMs·eta_compute)), "
       "w = CTAs / (ceil(CTAs / SMs)·SMs), w_m = CTAs / (floor(CTAs / SMs)·SMs + max(r, SMs / memory_reach)) with r the last wave's CTAs (1 for whole waves); "
-      "latent attention with split_kv false: one CTA per sequence and 64-head tile walks all its keys, "
+      "latent attention: sequences = those the busiest SM starts, with split_kv true FlashMLA's partition (the SMs cut into floor(SMs / 64-row query tiles) parts, a sequence's 64-key blocks plus 5 dealt over them), "
+      "with split_kv false ceil(CTAs / SMs), one CTA per sequence and 64-head tile walking all its keys, "
       "B counts every tile's cache read and the time is at least the longest CTA's bytes / (min(1, memory_reach / SMs)·bandwidth·eta_memory); a GPU without its own profile takes its architecture's (else the one over every architecture) "
       "with its own datasheet peak, bandwidth and SM count";
   j["fitted_on"] = nlohmann::ordered_json::array();

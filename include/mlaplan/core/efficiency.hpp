@@ -51,7 +51,9 @@ KernelFamily family_of(const Op& op);
 // One family's fitted parameters.
 struct KernelEfficiency {
   Seconds fixed{0};         // per launch
-  Seconds per_sequence{0};  // per sequence the kernel walks (a GQA decode kernel: per block of its grid, launch_shape)
+  // Per sequence the kernel walks; a GQA decode kernel: per block of its grid (launch_shape); latent
+  // attention: per sequence the busiest SM starts (latent_partition).
+  Seconds per_sequence{0};
   double eta_compute = 1;   // of the dense peak, in a full wave
   // Of the fp8 peak, for the family's fp8 kernels (fp8 GEMMs, the fp8 context attention), where it was
   // fitted apart: an fp8 kernel seldom reaches the same fraction of twice the peak (quantisation,
@@ -161,10 +163,34 @@ struct LaunchShape {
 };
 LaunchShape launch_shape(const Tiling& t, double sms);
 
+// How FlashMLA deals a latent attention launch over the SMs (get_mla_metadata, deepseek-ai/FlashMLA
+// csrc/flash_api.cpp@287061ec:38 and csrc/kernels/get_mla_metadata.cu@287061ec:22-62, constants in
+// csrc/kernels/config.h@287061ec:5-11): the SMs are cut into ⌊SMs / m-tiles⌋ parts, one CTA per
+// 64-row query tile in each; a sequence counts its 64-key blocks plus kLatentOverheadBlocks, and
+// every part is dealt a payload of max(⌈total / parts⌉ + 5, 10) of these in batch order, a sequence
+// split across parts where it does not fit (each piece counting the overhead again). A sequence's
+// fixed cost is paid by the part that starts it, alongside the other parts: the launch pays it for
+// the sequences (or pieces of one) its fullest part starts. The batch's sequences are taken as equal
+// (the mean key blocks per sequence). With more query tiles than SMs FlashMLA has no part (a prompt
+// absorbed whole), and a kernel that does not split keys (split_kv false) has none either: each
+// sequence's tiles are CTAs of their own, in waves, and the busiest SM starts ⌈CTAs / SMs⌉ of them.
+// Either way the cost is per sequence one SM starts, so one fit over split and unsplit kernels'
+// rows (the profile over every architecture) holds one quantity.
+inline constexpr double kLatentOverheadBlocks = 5;  // FIXED_OVERHEAD_NUM_BLOCKS
+struct LatentPartition {
+  double parts = 0;    // ⌊SMs / m-tiles⌋ (0: no part)
+  double ctas = 0;     // parts · m-tiles (no part: every sequence's own tiles, Tiling::unsplit_ctas)
+  double payload = 0;  // blocks (overheads counted) dealt to a part
+  double pieces = 0;   // sequences or pieces of one the fullest part (or the busiest SM) starts
+};
+// nullopt where the op is not latent attention (latent_key_blocks 0) or the SMs are unknown.
+std::optional<LatentPartition> latent_partition(const Tiling& t, double sms, bool split_kv);
+
 // Time of an op under a family's parameters on a GPU of `peak` FLOP/s (the op's own: fp8 for fp8
 // ops), `bandwidth` and `sms` SMs. A latent attention op under a family with split_kv false runs its
 // unsplit launch: w from its CTAs, the bytes every CTA reads, and no faster than its longest CTA at
-// what one CTA streams, B_cta / (min(1, reach/SMs)·bandwidth·η_m).
+// what one CTA streams, B_cta / (min(1, reach/SMs)·bandwidth·η_m). A latent attention op pays t_seq
+// for the sequences the busiest SM starts (latent_partition), not for the batch's.
 struct CalibratedTime {
   Seconds fixed{0};    // launches·(t_fixed + sequences·t_seq)
   Seconds compute{0};  // F / (peak·η_c·w), or the longest CTA where that is longer

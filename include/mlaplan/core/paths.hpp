@@ -80,6 +80,11 @@ struct Tiling {
   double unsplit_ctas = 0;
   double unsplit_bytes = 0;
   double unsplit_longest_bytes = 0;
+  // Latent attention's split launch as FlashMLA schedules it (latent_partition in efficiency.hpp):
+  // the batch's 64-key blocks and one sequence's 64-row query tiles (the most over the batch).
+  // 0: not a latent attention op.
+  double latent_key_blocks = 0;
+  double latent_m_tiles = 0;
 };
 
 // TensorRT-LLM's decode attention (NVIDIA/TensorRT-LLM; the aiconfigurator tables that fit the
