@@ -1,7 +1,10 @@
 #include "mlaplan/core/efficiency.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstddef>
+#include <functional>
 
 namespace mlaplan {
 
@@ -152,6 +155,42 @@ LaunchShape launch_shape(const Tiling& t, double sms) {
   return l;
 }
 
+namespace {
+
+// FlashMLA's loop (get_mla_metadata.cu@287061ec:36-62), part by part over `sequences` sequences of n
+// blocks each: a part finishes the sequence the previous one split (its rest and the overhead again),
+// takes the whole sequences that fit, then a piece of the next where more than the overhead is left.
+// The most sequences (or pieces of one) any part starts: a part that begins mid-sequence starts one
+// more than the first. The fits time each row thousands of times, so the last few thousand answers
+// are kept per thread (a pure function of its four arguments).
+double fullest_part_pieces(double n, double sequences, double parts, double payload) {
+  struct Entry {
+    double n = -1, sequences = -1, parts = -1, payload = -1, pieces = 0;
+  };
+  constexpr std::size_t kSlots = 4096;
+  thread_local std::array<Entry, kSlots> memo{};
+  const std::size_t slot = (std::hash<double>{}(n) ^ (std::hash<double>{}(sequences) * 31) ^ (std::hash<double>{}(parts) * 131) ^
+                            (std::hash<double>{}(payload) * 1031)) % kSlots;
+  Entry& e = memo[slot];
+  if (e.n == n && e.sequences == sequences && e.parts == parts && e.payload == payload) return e.pieces;
+  constexpr double o = kLatentOverheadBlocks;
+  double most = 0, done = 0, cur = 0;  // sequences dealt; blocks dealt of the next one
+  for (double part = 0; part < parts && done < sequences; ++part) {
+    double remain = payload, pieces = 0;
+    if (cur > 0 && remain >= n - cur + o) remain -= n - cur + o, pieces = 1, done += 1, cur = 0;
+    if (cur == 0) {
+      const double whole = std::min(sequences - done, std::floor(remain / (n + o)));
+      remain -= whole * (n + o), pieces += whole, done += whole;
+    }
+    if (done < sequences && remain - o > 0) cur += remain - o, pieces += 1;
+    most = std::max(most, pieces);
+  }
+  e = Entry{n, sequences, parts, payload, most};
+  return most;
+}
+
+}  // namespace
+
 std::optional<LatentPartition> latent_partition(const Tiling& t, double sms, bool split_kv) {
   if (!(t.latent_key_blocks > 0) || !(t.sequences > 0) || !(sms > 0)) return std::nullopt;
   constexpr double o = kLatentOverheadBlocks;
@@ -168,12 +207,7 @@ std::optional<LatentPartition> latent_partition(const Tiling& t, double sms, boo
   p.ctas = p.parts * tiles;
   const double total = t.latent_key_blocks + o * t.sequences;
   p.payload = std::max(std::ceil(total / p.parts) + o, 2 * o);
-  // The fullest part: the whole sequences that fit its payload, then a piece of the next where more
-  // than the overhead is left.
-  const double n = t.latent_key_blocks / t.sequences;
-  const double whole = std::min(std::floor(p.payload / (n + o)), t.sequences);
-  const double left = whole < t.sequences ? p.payload - whole * (n + o) - o : 0;
-  p.pieces = whole + (left > 0 ? 1 : 0);
+  p.pieces = fullest_part_pieces(t.latent_key_blocks / t.sequences, t.sequences, p.parts, p.payload);
   return p;
 }
 

@@ -440,9 +440,9 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
       const LatentPartition& lp = *part;
       sequences = lp.pieces;
       partition = lp.parts > 0 ? cat(", t_seq per sequence the fullest of FlashMLA's ", num(lp.parts), " SM parts starts (a payload of ", num(lp.payload),
-                                     " blocks of 64 keys, ", num(kLatentOverheadBlocks), " more per sequence)")
+                                     " blocks: 64 keys each, ", num(kLatentOverheadBlocks), " of overhead per sequence counted)")
                                : cat(", t_seq per sequence and 64-row query tile the busiest SM starts: ⌈", num(lp.ctas), " / ", num(rf.sms), "⌉",
-                                     k.split_kv ? " (more query tiles than SMs: FlashMLA has no SM part)" : " (a kernel that does not split keys)");
+                                     k.split_kv ? " (more query tiles than SMs: no FlashMLA part, each sequence's tiles CTAs of their own)" : " (a kernel that does not split keys)");
     }
     const LaunchCosts costs = launch_costs(k, op.fp8_cache);
     const double ctas = unsplit ? tl.unsplit_ctas : launch.ctas, w = wave_efficiency(ctas, rf.sms);

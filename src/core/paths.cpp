@@ -263,7 +263,7 @@ Tiling latent_tiling(const MlaGeometry& g, const Workload& w, double topk) {
     t.unsplit_longest_bytes = std::max(t.unsplit_longest_bytes, cta_bytes);
     // The split launch: this group's key blocks; FlashMLA pads every sequence to the most query tiles.
     t.latent_key_blocks += b * std::ceil(keys / kLatentKeys);
-    t.latent_m_tiles = std::max(t.latent_m_tiles, tiles);
+    if (b > 0) t.latent_m_tiles = std::max(t.latent_m_tiles, tiles);
   }
   return t;
 }

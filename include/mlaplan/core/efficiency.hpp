@@ -170,10 +170,14 @@ LaunchShape launch_shape(const Tiling& t, double sms);
 // every part is dealt a payload of max(⌈total / parts⌉ + 5, 10) of these in batch order, a sequence
 // split across parts where it does not fit (each piece counting the overhead again). A sequence's
 // fixed cost is paid by the part that starts it, alongside the other parts: the launch pays it for
-// the sequences (or pieces of one) its fullest part starts. The batch's sequences are taken as equal
-// (the mean key blocks per sequence). With more query tiles than SMs FlashMLA has no part (a prompt
-// absorbed whole), and a kernel that does not split keys (split_kv false) has none either: each
-// sequence's tiles are CTAs of their own, in waves, and the busiest SM starts ⌈CTAs / SMs⌉ of them.
+// the sequences (or pieces of one) its fullest part starts, FlashMLA's loop run part by part (a part
+// that begins with the rest of a split sequence starts one more than the first part). The batch's
+// sequences are taken as equal (the mean key blocks per sequence), so a batch of unequal sequences
+// is dealt as if each held the mean. With more query tiles than SMs FlashMLA at 287061ec has no part
+// (its metadata kernel would divide by zero; later versions clamp to one part, every CTA walking every
+// sequence, a case no engine sends it: a prompt absorbed whole); the model takes such a launch, and
+// one of a kernel that does not split keys (split_kv false), as each sequence's tiles being CTAs of
+// their own, in waves, the busiest SM starting ⌈CTAs / SMs⌉ of them.
 // Either way the cost is per sequence one SM starts, so one fit over split and unsplit kernels'
 // rows (the profile over every architecture) holds one quantity.
 inline constexpr double kLatentOverheadBlocks = 5;  // FIXED_OVERHEAD_NUM_BLOCKS
