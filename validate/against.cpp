@@ -130,7 +130,7 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   if (batches) {
     // 0, then 0.25 ns .. 1 µs per sequence; latent attention up to 100 µs, as a split launch pays it
     // per sequence its fullest SM part starts (latent_partition), a hundred times fewer than the batch's.
-    tseqs = kernel == kDecode || kernel == "sparse_decode" ? geometric_axis(1e-10, 1e-4, 14) : geometric_axis(1e-10, 1e-6, 10);
+    tseqs = kernel == kDecode || kernel == kSparse ? geometric_axis(1e-10, 1e-4, 14) : geometric_axis(1e-10, 1e-6, 10);
     tseqs[0] = 0;
   }
   const std::vector<double> etas = geometric_axis(0.05, 1, batches ? 12 : 16);
