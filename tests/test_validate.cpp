@@ -70,7 +70,7 @@ MeasuredRun synthetic_run(std::uint64_t seed) {
     const PathPlan plan = mla_path(model_for(g.shapes[i]), w, PathKind::absorb);
     Seconds path{0};
     for (const Op& op : plan) {
-      const Seconds t = predict(truth, op.flops, op.bytes(), 0, mr.rf, mr.rf.bandwidth);
+      const Seconds t = predict(truth, op.flops, op.bytes(), {}, mr.rf, mr.rf.bandwidth);
       path += t;
       mr.samples.push_back(Sample{.shape = g.shapes[i], .path = PathKind::absorb, .op = op.id, .flops = op.flops, .bytes = op.bytes(),
                                   .calls = 0, .measured = t, .spread = 0.01, .sol = op_time(op, mr.rf).time, .fit = Seconds{0},
@@ -106,9 +106,10 @@ test::Run process(const std::string& command) {
 
 }  // namespace
 
-TEST_CASE("The per-kernel fit recovers efficiencies, fixed and per-call costs it was given", "[validate]") {
+TEST_CASE("The per-kernel fit recovers efficiencies, fixed, per-call and packing costs it was given", "[validate]") {
   const Roofline rf = machine();
-  const KernelFit truth{.op = OpId::kv_up_proj, .eta_compute = 0.5, .eta_memory = 0.8, .t0 = Seconds{2e-6}, .t_call = Seconds{1e-6}};
+  const KernelFit truth{.op = OpId::kv_up_proj, .eta_compute = 0.5, .eta_memory = 0.8, .t0 = Seconds{2e-6}, .t_call = Seconds{1e-6},
+                        .train_points = 0, .eta_pack = 0.25};
   std::vector<Sample> train;
   std::mt19937_64 rng(3);
   std::uniform_real_distribution<double> u(0, 1);
@@ -118,15 +119,23 @@ TEST_CASE("The per-kernel fit recovers efficiencies, fixed and per-call costs it
     s.flops = Flops{std::pow(10.0, 6 + 4 * u(rng))};
     s.bytes = BytesF{std::pow(10.0, 5 + 4 * u(rng))};
     s.calls = std::floor(1 + 100 * u(rng));
-    s.measured = predict(truth, s.flops, s.bytes, s.calls, rf, rf.bandwidth);
+    s.packed = i % 3 == 0 ? 0 : std::pow(10.0, 4 + 4 * u(rng));  // a third are one-row products: no packing
+    s.measured = predict(truth, s.flops, s.bytes, {.calls = s.calls, .packed = s.packed}, rf, rf.bandwidth);
     train.push_back(s);
   }
   const auto fits = fit_kernels(train, rf);
   REQUIRE(fits.size() == 1);
   CHECK(fits[0].op == OpId::kv_up_proj);
-  for (const Sample& s : train) CHECK(predict(fits[0], s.flops, s.bytes, s.calls, rf, rf.bandwidth).value == Approx(s.measured.value).epsilon(0.1));
+  for (const Sample& s : train)
+    CHECK(predict(fits[0], s.flops, s.bytes, {.calls = s.calls, .packed = s.packed}, rf, rf.bandwidth).value == Approx(s.measured.value).epsilon(0.1));
   CHECK(fits[0].eta_compute == Approx(0.5).epsilon(0.15));
   CHECK(fits[0].eta_memory == Approx(0.8).epsilon(0.15));
+  CHECK(fits[0].eta_pack == Approx(0.25).epsilon(0.15));
+  // Packing adds to the arithmetic: 1 MB at a quarter of the 80 GB/s it streams at is 50 us on top of
+  // the same op unpacked.
+  const Seconds with = predict(truth, Flops{1e6}, BytesF{1e5}, {.calls = 0, .packed = 1e6}, rf, BytesPerSecond{80e9});
+  const Seconds without = predict(truth, Flops{1e6}, BytesF{1e5}, {}, rf, BytesPerSecond{80e9});
+  CHECK((with - without).value == Approx(50e-6));
 }
 
 TEST_CASE("The cache level: from a copy sweep, and the bandwidth an op's working set streams at", "[validate]") {
@@ -147,8 +156,8 @@ TEST_CASE("The cache level: from a copy sweep, and the bandwidth an op's working
   CHECK(cache_level({{4 * mib, 1.2 * dram}, {64 * mib, dram}}, rf.bandwidth).bytes == 0);
   // The fit times a resident op at the cache's bandwidth: the same bytes, 2.5x faster.
   const KernelFit f{.op = OpId::rope_k_broadcast, .eta_compute = 1, .eta_memory = 0.5, .t0 = Seconds{0}, .t_call = Seconds{0}};
-  const Seconds resident = predict(f, Flops{0}, BytesF{8 * mib}, 0, rf, stream_bandwidth(8 * mib, c, rf));
-  const Seconds streamed = predict(f, Flops{0}, BytesF{8 * mib}, 0, rf, rf.bandwidth);
+  const Seconds resident = predict(f, Flops{0}, BytesF{8 * mib}, {}, rf, stream_bandwidth(8 * mib, c, rf));
+  const Seconds streamed = predict(f, Flops{0}, BytesF{8 * mib}, {}, rf, rf.bandwidth);
   CHECK(streamed.value / resident.value == Approx(2.5));
   // The CPU backend's working sets: the chunk loop's ops touch one chunk's share of their bytes.
   const MlaShape s{.heads = 16, .batch = 1, .query = 8, .prefix = 8191, .chunk = 1024};  // 8,199 keys: 9 chunks
@@ -156,6 +165,28 @@ TEST_CASE("The cache level: from a copy sweep, and the bandwidth an op's working
   CHECK(cpu_working_set(PathKind::chunked, OpId::attention_mha_chunk, s, 9e6) == Approx(1e6));
   CHECK(cpu_working_set(PathKind::expand, OpId::rope_k_broadcast, s, 9e6) == 9e6);
   CHECK(cpu_working_set(PathKind::absorb, OpId::latent_attention_mqa, s, 9e6) == 9e6);
+}
+
+TEST_CASE("The CPU backend's packed bytes: Eigen packs the right operand of products of two or more rows", "[validate]") {
+  // DeepSeek-V3's head shapes (r 512, d_n 128, d_r 64, d_v 128), 16 heads per rank, fp32.
+  const MlaShape decode{.heads = 16, .batch = 1, .query = 1, .prefix = 2047, .chunk = 1024};  // 2,048 keys
+  const MlaShape batch4{.heads = 16, .batch = 4, .query = 1, .prefix = 2047, .chunk = 1024};
+  const MlaShape prefill{.heads = 16, .batch = 1, .query = 8, .prefix = 8191, .chunk = 1024};  // 8,199 keys
+  // One token: each head's fold is a GEMV and packs nothing; four tokens pack W_UK (128 x 512 floats,
+  // 256 KiB) per head: 16 x 262,144 bytes.
+  CHECK(cpu_packed(PathKind::absorb, OpId::q_absorb_w_uk, decode) == 0);
+  CHECK(cpu_packed(PathKind::absorb, OpId::q_absorb_w_uk, batch4) == 4194304);
+  CHECK(cpu_packed(PathKind::absorb, OpId::out_absorb_w_uv, batch4) == 4194304);
+  // The latent MQA packs every key (576 floats) and value (512) of every sequence: 2,048 x 1,088 x 4.
+  CHECK(cpu_packed(PathKind::absorb, OpId::latent_attention_mqa, decode) == 2048.0 * 1088 * 4);
+  CHECK(cpu_packed(PathKind::absorb, OpId::latent_attention_mqa, batch4) == 4 * 2048.0 * 1088 * 4);
+  // Per-head MHA: a GEMV at one query; eight queries pack 320 floats per key per head.
+  CHECK(cpu_packed(PathKind::expand, OpId::attention_mha, decode) == 0);
+  CHECK(cpu_packed(PathKind::expand, OpId::attention_mha, prefill) == 16 * 8199.0 * 320 * 4);
+  CHECK(cpu_packed(PathKind::chunked, OpId::attention_mha_chunk, prefill) == 16 * 8199.0 * 320 * 4);
+  // The up-projections' packing is part of their arithmetic.
+  CHECK(cpu_packed(PathKind::expand, OpId::kv_up_proj, prefill) == 0);
+  CHECK(cpu_packed(PathKind::expand, OpId::rope_k_broadcast, prefill) == 0);
 }
 
 TEST_CASE("The grid fit returns the grid point that minimises the loss, first one on ties", "[validate]") {

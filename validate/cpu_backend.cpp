@@ -63,6 +63,30 @@ double cpu_working_set(PathKind path, OpId op, const MlaShape& s, double bytes) 
   }
 }
 
+double cpu_packed(PathKind, OpId op, const MlaShape& s) {
+  // Eigen's GEMM copies the right operand of a product of two or more rows into a blocked panel before
+  // multiplying (Eigen 3.4, Eigen/src/Core/products/GeneralMatrixMatrix.h:194-195: once per product
+  // where the rows fit one row block, as here); a product of one row falls back to a GEMV
+  // (GeneralMatrixMatrix.h:474-486), which reads the operand where it lies and packs nothing.
+  constexpr double f32 = sizeof(float);
+  const double b = s.batch, h = s.heads, keys = s.keys(), per_key = s.d_n + s.d_r + s.d_v;
+  switch (op) {
+    // One product per head: tokens x d_n times W_UK (d_n x r); tokens x r times W_UV (r x d_v).
+    case OpId::q_absorb_w_uk: return s.tokens() > 1 ? h * s.d_n * s.r * f32 : 0;
+    case OpId::out_absorb_w_uv: return s.tokens() > 1 ? h * s.r * s.d_v * f32 : 0;
+    // Per sequence and key block: query rows x (r + d_r) times the block's keys, then the scores times
+    // its r-wide values; the query rows are heads x Q, never one.
+    case OpId::latent_attention_mqa: return b * keys * ((s.r + s.d_r) + s.r) * f32;
+    // Per sequence, head and key block: Q x d_n and Q x d_r times the block's keys, the scores times its
+    // values.
+    case OpId::attention_mha: return s.query > 1 ? b * h * keys * per_key * f32 : 0;
+    case OpId::attention_mha_chunk: return s.query > 1 ? h * keys * per_key * f32 : 0;
+    // The up-projections multiply thousands of rows per packed block: their packing is part of the
+    // arithmetic's efficiency, not a cost of its own.
+    default: return 0;
+  }
+}
+
 MeasuredRun measure_cpu(const CpuOptions& opt, const std::function<void(const std::string&)>& progress) {
   const std::uint64_t seed = opt.seed ? opt.seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32 | std::random_device{}());
   std::mt19937_64 rng(seed);
@@ -80,6 +104,7 @@ MeasuredRun measure_cpu(const CpuOptions& opt, const std::function<void(const st
   mr.weights = WeightDtype::fp32;
   mr.calls = cpu_calls;
   mr.working_set = cpu_working_set;
+  mr.packed = cpu_packed;
   mr.hardware_file = "calibrated-cpu.json";
 
   // 1. Every kernel against its float64 reference, on fresh random inputs.

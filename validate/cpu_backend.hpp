@@ -16,6 +16,9 @@ struct CpuOptions {
 
 // The inner calls a CPU kernel makes: one small product per head and key block of 256, and so on.
 double cpu_calls(PathKind path, OpId op, const MlaShape& s);
+// The bytes Eigen packs into blocked panels in one run of a CPU kernel (its products of two or more
+// rows; one-row products are GEMVs and pack nothing).
+double cpu_packed(PathKind path, OpId op, const MlaShape& s);
 // The bytes of `op` (of `bytes` in all) its repeated runs keep touching: a chunk's share for the ops
 // of the chunk loop, all of them otherwise.
 double cpu_working_set(PathKind path, OpId op, const MlaShape& s, double bytes);

@@ -93,8 +93,9 @@ CacheLevel cache_level(const std::vector<std::pair<double, double>>& sweep, Byte
   return c;
 }
 
-Seconds predict(const KernelFit& f, Flops flops, BytesF bytes, double calls, const Roofline& rf, BytesPerSecond bandwidth) {
-  return std::max(flops / (rf.peak * f.eta_compute), bytes / (bandwidth * f.eta_memory)) + f.t0 + f.t_call * calls;
+Seconds predict(const KernelFit& f, Flops flops, BytesF bytes, KernelWork work, const Roofline& rf, BytesPerSecond bandwidth) {
+  const Seconds packing{f.eta_pack > 0 ? work.packed / (bandwidth.value * f.eta_pack) : 0.0};
+  return std::max(flops / (rf.peak * f.eta_compute), bytes / (bandwidth * f.eta_memory)) + f.t0 + f.t_call * work.calls + packing;
 }
 
 std::vector<KernelFit> fit_kernels(const std::vector<Sample>& train, const Roofline& rf, const CacheLevel& cache) {
@@ -111,21 +112,27 @@ std::vector<KernelFit> fit_kernels(const std::vector<Sample>& train, const Roofl
   for (const auto& entry : by_op) {
     const OpId id = entry.first;
     const std::vector<const Sample*>& samples = entry.second;  // a named reference: lambdas capture it (clang 14 cannot capture bindings)
-    const bool has_calls = std::any_of(samples.begin(), samples.end(), [](const Sample* x) { return x->calls > 0; });
-    std::vector<double> t_calls{0};
-    if (has_calls)
+    auto any = [&samples](double Sample::*field) { return std::any_of(samples.begin(), samples.end(), [field](const Sample* x) { return x->*field > 0; }); };
+    std::vector<double> t_calls{0}, packs{0};
+    if (any(&Sample::calls))
       for (double t : geometric_axis(2e-8, 2e-5, 24)) t_calls.push_back(t);  // 20 ns .. 20 µs per call
+    // Packing is a copy out of where the operand lives: 1% to 16x of that level's streaming bandwidth
+    // (strided rows that miss, to panels a cache beyond the level holds); 0 where it cannot be told
+    // from the arithmetic.
+    if (any(&Sample::packed))
+      for (double eta : geometric_axis(0.01, 16, 24)) packs.push_back(eta);
     auto model = [&](const std::vector<double>& p) {
       return KernelFit{.op = id, .eta_compute = p[0], .eta_memory = p[1], .t0 = Seconds{p[2]}, .t_call = Seconds{p[3]},
-                       .train_points = static_cast<int>(samples.size())};
+                       .train_points = static_cast<int>(samples.size()), .eta_pack = p[4]};
     };
     const std::vector<double> best = grid_fit(
-        {etas_c, etas_m, t0s, t_calls},
+        {etas_c, etas_m, t0s, t_calls, packs},
         [&](const std::vector<double>& p) {
           const KernelFit f = model(p);
           double loss = 0;
           for (const Sample* x : samples)
-            loss += log_error_sq(predict(f, x->flops, x->bytes, x->calls, rf, stream_bandwidth(x->working_set, cache, rf)), x->measured);
+            loss += log_error_sq(predict(f, x->flops, x->bytes, {.calls = x->calls, .packed = x->packed}, rf, stream_bandwidth(x->working_set, cache, rf)),
+                                 x->measured);
           return loss;
         },
         2);

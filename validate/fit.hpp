@@ -25,7 +25,10 @@ std::vector<double> grid_fit(const std::vector<std::vector<double>>& axes, const
 std::vector<double> geometric_axis(double lo, double hi, int steps);
 
 // The microkernel model of one kernel: time = max(F / (peak·η_c), B / (bandwidth·η_m)) + t0 +
-// calls · t_call: efficiencies of its inner loop, a fixed cost, and a per-call dispatch cost.
+// calls · t_call + packed / (bandwidth·η_pack): efficiencies of its inner loop, a fixed cost, a
+// per-call dispatch cost, and the time to copy operands into the blocked layout a GEMM multiplies
+// from: a copy that does not overlap the arithmetic (it runs before each block is multiplied) and
+// reads from where the operand lives, so at a fraction of the same cache-or-DRAM bandwidth.
 // The bandwidth an op's traffic streams at: the cache's where its working set fits, else DRAM's.
 BytesPerSecond stream_bandwidth(double working_set, const CacheLevel& cache, const Roofline& rf);
 // The level from a copy sweep (working set, bytes per second) ascending in size, against DRAM's
@@ -39,9 +42,15 @@ struct KernelFit {
   double eta_compute = 1, eta_memory = 1;
   Seconds t0{0}, t_call{0};
   int train_points = 0;
+  double eta_pack = 0;  // packing's share of the op's stream bandwidth; 0: no packing cost of its own
+};
+// What one run of an op asks of the machine, beside its FLOPs and bytes: the backend's inner calls and
+// packed bytes (Sample::calls, Sample::packed).
+struct KernelWork {
+  double calls = 0, packed = 0;
 };
 // `bandwidth`: what the op's bytes stream at (stream_bandwidth; DRAM's without a cache level).
-Seconds predict(const KernelFit& f, Flops flops, BytesF bytes, double calls, const Roofline& rf, BytesPerSecond bandwidth);
+Seconds predict(const KernelFit& f, Flops flops, BytesF bytes, KernelWork work, const Roofline& rf, BytesPerSecond bandwidth);
 // One fit per op id over the training samples (paths excluded), each sample's bytes at the bandwidth
 // its working set streams at.
 std::vector<KernelFit> fit_kernels(const std::vector<Sample>& train, const Roofline& rf, const CacheLevel& cache = {});

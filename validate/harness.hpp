@@ -35,6 +35,7 @@ struct Sample {
   BytesF bytes{0};
   double calls = 0;         // inner calls the backend's kernel makes (its dispatch cost)
   double working_set = 0;   // bytes its repeated runs keep touching (MeasuredRun::working_set; 0: none)
+  double packed = 0;        // bytes its library copies into blocked panels before multiplying (MeasuredRun::packed)
   Seconds measured{0};      // median
   double spread = 0;        // (p75 − p25) / median
   Seconds sol{0};           // speed of light
@@ -126,6 +127,9 @@ struct MeasuredRun {
   // the op's bytes; null: all of them. Against `cache`, whether they stream from a cache or DRAM.
   std::function<double(PathKind path, OpId op, const MlaShape& s, double bytes)> working_set;
   CacheLevel cache;
+  // The bytes an op's kernel packs (copies into the blocked layout its GEMM multiplies from) in one run,
+  // at a shape; null: none. A cost beside the arithmetic, fitted per kernel as a packing bandwidth.
+  std::function<double(PathKind path, OpId op, const MlaShape& s)> packed;
   // The split-KV partitions the backend's absorbed decode uses at a shape (null: one), so that a
   // prediction costs the split path that was timed.
   std::function<std::int64_t(const MlaShape&)> kv_splits;

@@ -87,8 +87,14 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
   // Efficiencies fitted on the training half; errors judged on the held-out half.
   // The bytes each op's repeated runs keep touching: against the cache level, where they stream from.
   auto working_set = [&](PathKind path, OpId op, const MlaShape& at, double bytes) { return mr.working_set ? mr.working_set(path, op, at, bytes) : bytes; };
+  auto work = [&](PathKind path, OpId op, const MlaShape& at, double calls) {
+    return KernelWork{.calls = calls, .packed = mr.packed ? mr.packed(path, op, at) : 0};
+  };
   for (Sample& s : samples)
-    if (s.op) s.working_set = working_set(s.path, *s.op, s.shape, s.bytes.value);
+    if (s.op) {
+      s.working_set = working_set(s.path, *s.op, s.shape, s.bytes.value);
+      s.packed = work(s.path, *s.op, s.shape, 0).packed;
+    }
   std::vector<Sample> train;
   for (const Sample& s : samples)
     if (s.train) train.push_back(s);
@@ -99,7 +105,7 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
   for (Sample& s : samples)
     if (s.op) {
       const KernelFit* f = fit_for(fits, *s.op);
-      s.fit = f ? predict(*f, s.flops, s.bytes, s.calls, rf, stream_bandwidth(s.working_set, mr.cache, rf)) : s.sol;
+      s.fit = f ? predict(*f, s.flops, s.bytes, {.calls = s.calls, .packed = s.packed}, rf, stream_bandwidth(s.working_set, mr.cache, rf)) : s.sol;
       if (!f) ++unfitted_ops[s.op_name()];
     }
   for (const auto& [op, n] : unfitted_ops)
@@ -168,7 +174,7 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
       for (const Op& op : plan_at(plan, q, at)) {
         const KernelFit* f = fit_for(fits, op.id);
         unfitted = unfitted || !f;
-        t += f ? predict(*f, op.flops, op.bytes(), mr.calls ? mr.calls(plan.kind, op.id, at) : 0, rf,
+        t += f ? predict(*f, op.flops, op.bytes(), work(plan.kind, op.id, at, mr.calls ? mr.calls(plan.kind, op.id, at) : 0), rf,
                          stream_bandwidth(working_set(plan.kind, op.id, at, op.bytes().value), mr.cache, rf))
                : op_time(op, rf).time;
       }
@@ -209,10 +215,12 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
   errors.rows.push_back({std::string("all ops"), static_cast<std::int64_t>(all_f.n), all_s.median, all_s.p90, all_f.median, all_f.p90});
   Table fit_t{.name = "fit", .title = "Fitted efficiencies per kernel (training half)",
               .columns = {{"kind", "kernel", Unit::text}, {"eta_compute", "η compute", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
-               {"t0_s", "fixed cost", Unit::seconds}, {"t_call_s", "per call", Unit::seconds}, {"train_points", "points", Unit::count}},
+               {"t0_s", "fixed cost", Unit::seconds}, {"t_call_s", "per call", Unit::seconds},
+               {"eta_pack", "η packing", Unit::fraction}, {"train_points", "points", Unit::count}},
               .rows = {}};
   for (const KernelFit& f : fits)
-    fit_t.rows.push_back({std::string(to_string(f.op)), f.eta_compute, f.eta_memory, f.t0.value, f.t_call.value, std::int64_t{f.train_points}});
+    fit_t.rows.push_back({std::string(to_string(f.op)), f.eta_compute, f.eta_memory, f.t0.value, f.t_call.value,
+                          f.eta_pack > 0 ? Value{f.eta_pack} : Value{}, std::int64_t{f.train_points}});
 
   // Predicted against measured on the held-out half: fitted per kernel kind, and speed of light.
   std::map<std::string, svg::Series> by_kind;
@@ -260,7 +268,8 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
   fitj["machine"] = mr.machine;
   for (const KernelFit& f : fits)
     fitj["kernels"][std::string(to_string(f.op))] = {
-        {"eta_compute", f.eta_compute}, {"eta_memory", f.eta_memory}, {"t0_s", f.t0.value}, {"t_call_s", f.t_call.value}};
+        {"eta_compute", f.eta_compute}, {"eta_memory", f.eta_memory}, {"t0_s", f.t0.value}, {"t_call_s", f.t_call.value},
+        {"eta_pack", f.eta_pack}};
   fitj["held_out_median_ape"] = all_f.median;
   fitj["held_out_p90_ape"] = all_f.p90;
   fitj["timing_spread_median"] = spread_stats.median;
