@@ -16,6 +16,7 @@
 #include "mlaplan/core/feasibility.hpp"
 #include "mlaplan/core/roofline.hpp"
 #include "mlaplan/io/efficiency_json.hpp"
+#include "mlaplan/io/hardware_json.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/registry.hpp"
 
@@ -65,36 +66,36 @@ TEST_CASE("calibrated time: fixed costs plus the slower of compute and memory in
                      .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.8, .rows = 1};
   // w = 200 / (⌈200 / 132⌉ · 132) = 200 / 264.
   CHECK(wave_efficiency(200, 132) == Approx(200.0 / 264));
-  const CalibratedTime t = calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false);
+  const CalibratedTime t = calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false, Bytes{0});
   CHECK(t.fixed.value == Approx(10e-6 + 32 * 50e-9));                 // 11.6 µs
   CHECK(t.compute.value == Approx(1e12 * 264 / (1000e12 * 0.5 * 200)));  // 2.64 ms
   CHECK(t.memory.value == Approx(1e9 * 264 / (4.8e12 * 0.8 * 200)));     // 343.75 µs
   CHECK(t.time().value == Approx(2.64e-3 + 11.6e-6));
   // The longest CTA bounds a launch: 2e10 FLOPs on one SM at 1000/132 TFLOP/s · 0.5 = 5.28 ms.
   op.tiling.longest_cta_flops = 2e10;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false).compute.value == Approx(5.28e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false, Bytes{0}).compute.value == Approx(5.28e-3));
   // Padded tiles count: four times the FLOPs, four times the compute time.
   op.tiling.longest_cta_flops = 0;
   op.tiling.padded_flops = 4e12;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false).compute.value == Approx(4 * 2.64e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false, Bytes{0}).compute.value == Approx(4 * 2.64e-3));
   // Launches repeat the fixed costs (a chunk loop).
   op.tiling.launches = 3;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false).fixed.value == Approx(3 * 11.6e-6));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false, Bytes{0}).fixed.value == Approx(3 * 11.6e-6));
   // An fp8 kernel runs at its own fraction of the (fp8) peak it is given, where the family has one.
   op.tiling.padded_flops = 0;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true).compute.value == Approx(1e12 * 264 / (2000e12 * 0.5 * 200)));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true, Bytes{0}).compute.value == Approx(1e12 * 264 / (2000e12 * 0.5 * 200)));
   k.eta_compute_fp8 = 0.25;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true).compute.value == Approx(2.64e-3));
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false).compute.value == Approx(2.64e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true, Bytes{0}).compute.value == Approx(2.64e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false, Bytes{0}).compute.value == Approx(2.64e-3));
   // A per-tensor fp8 GEMM: the block-scaled fraction where the family has no per-tensor one, its own
   // where it does (1e12 · 264 / (2000e12 · 0.4 · 200) = 1.65 ms); bf16 and block-scaled ops keep theirs.
   op.fp8_per_tensor = true;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true).compute.value == Approx(2.64e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true, Bytes{0}).compute.value == Approx(2.64e-3));
   k.eta_compute_fp8_tensor = 0.4;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true).compute.value == Approx(1.65e-3));
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false).compute.value == Approx(2.64e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true, Bytes{0}).compute.value == Approx(1.65e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false, Bytes{0}).compute.value == Approx(2.64e-3));
   op.fp8_per_tensor = false;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true).compute.value == Approx(2.64e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true, Bytes{0}).compute.value == Approx(2.64e-3));
   CHECK(eta_compute_for(k, true, true) == 0.4);
   CHECK(eta_compute_for(k, true, false) == 0.25);
   CHECK(eta_compute_for(k, false, true) == 0.5);
@@ -163,21 +164,21 @@ TEST_CASE("GQA decode runs TensorRT-LLM's dispatch: XQA's multi-block count, els
   KernelEfficiency k{.fixed = Seconds{5e-6}, .per_sequence = Seconds{10e-9}, .eta_compute = 0.5, .eta_compute_fp8 = std::nullopt,
                      .eta_compute_fp8_tensor = std::nullopt,
                      .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.8, .rows = 1};
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false).fixed.value == Approx(5e-6 + 64 * 10e-9));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false, Bytes{0}).fixed.value == Approx(5e-6 + 64 * 10e-9));
   // ... and XQA per block of its grid, one per sequence and KV head: 5 µs + 8 x 10 ns.
   op.tiling.xqa_group = true;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false).fixed.value == Approx(5e-6 + 8 * 10e-9));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false, Bytes{0}).fixed.value == Approx(5e-6 + 8 * 10e-9));
   // Over an fp8 cache the family's fp8-cache kernel costs where it has them: 2 µs + 8 x 4 ns; a
   // bf16-cache op keeps 5 µs + 8 x 10 ns, and a family without them times both alike.
   op.fp8_cache = true;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false).fixed.value == Approx(5e-6 + 8 * 10e-9));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false, Bytes{0}).fixed.value == Approx(5e-6 + 8 * 10e-9));
   k.fixed_fp8_cache = Seconds{2e-6};
   k.per_sequence_fp8_cache = Seconds{4e-9};
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false).fixed.value == Approx(2e-6 + 8 * 4e-9));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false, Bytes{0}).fixed.value == Approx(2e-6 + 8 * 4e-9));
   op.tiling.xqa_group = false;  // MMHA's fp8-cache instantiation: per block, one per query head and sequence
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false).fixed.value == Approx(2e-6 + 64 * 4e-9));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false, Bytes{0}).fixed.value == Approx(2e-6 + 64 * 4e-9));
   op.fp8_cache = false;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false).fixed.value == Approx(5e-6 + 64 * 10e-9));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false, Bytes{0}).fixed.value == Approx(5e-6 + 64 * 10e-9));
   CHECK(launch_costs(k, true).fixed.value == 2e-6);
   CHECK(launch_costs(k, false).per_sequence.value == 10e-9);
   // Only Hopper GPUs run another kernel over an fp8 cache: the roofline of any other drops the
@@ -275,13 +276,13 @@ TEST_CASE("latent decode without split-KV: one CTA per sequence and head tile wa
   // Unsplit: w = 2 / 108, so B_total / (bw · η · w) = 2 · cta_bytes · 54 / (bw · 0.5), the same as the
   // longest CTA at one SM's share: cta_bytes · 108 / (bw · 0.5) = 1.01 ms.
   k.split_kv = false;
-  const CalibratedTime un = calibrated_time(att, k, FlopsPerSecond{312e12}, bw, 108, false);
+  const CalibratedTime un = calibrated_time(att, k, FlopsPerSecond{312e12}, bw, 108, false, Bytes{0});
   CHECK(un.waves == Approx(2.0 / 108));
   CHECK(un.memory.value == Approx(cta_bytes * 108 / (2.039e12 * 0.5)));
   CHECK(un.memory.value == Approx(1.0145e-3).epsilon(0.001));
   // Split: 256 CTAs on 108 SMs, w = 256 / 324; the cache once: far faster.
   k.split_kv = true;
-  const CalibratedTime sp = calibrated_time(att, k, FlopsPerSecond{312e12}, bw, 108, false);
+  const CalibratedTime sp = calibrated_time(att, k, FlopsPerSecond{312e12}, bw, 108, false, Bytes{0});
   CHECK(sp.waves == Approx(256.0 / 324));
   CHECK(sp.memory.value == Approx(att.bytes().value * 324 / 256 / (2.039e12 * 0.5)));
   CHECK(sp.memory.value < un.memory.value / 50);
@@ -313,8 +314,8 @@ TEST_CASE("latent decode under split-KV: FlashMLA's partition sets the per-seque
   // 8 · 7 µs on 78.
   KernelEfficiency k{.fixed = Seconds{10e-6}, .per_sequence = Seconds{7e-6}, .eta_compute = 0.5, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt,
                      .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.8, .rows = 1};
-  CHECK(calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false).fixed.value == Approx(45e-6));
-  CHECK(calibrated_time(att, k, FlopsPerSecond{148e12}, BytesPerSecond{4.0e12}, 78, false).fixed.value == Approx(66e-6));
+  CHECK(calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0}).fixed.value == Approx(45e-6));
+  CHECK(calibrated_time(att, k, FlopsPerSecond{148e12}, BytesPerSecond{4.0e12}, 78, false, Bytes{0}).fixed.value == Approx(66e-6));
   // A kernel that does not split keys: one CTA per sequence (one tile each), 512 CTAs in waves over
   // 132 SMs, the busiest starting ⌈512 / 132⌉ = 4; on 78 SMs ⌈512 / 78⌉ = 7.
   k.split_kv = false;
@@ -323,8 +324,8 @@ TEST_CASE("latent decode under split-KV: FlashMLA's partition sets the per-seque
   CHECK(p->parts == 0);
   CHECK(p->ctas == 512);
   CHECK(p->pieces == 4);
-  CHECK(calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false).fixed.value == Approx(38e-6));
-  CHECK(calibrated_time(att, k, FlopsPerSecond{148e12}, BytesPerSecond{4.0e12}, 78, false).fixed.value == Approx(59e-6));
+  CHECK(calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0}).fixed.value == Approx(38e-6));
+  CHECK(calibrated_time(att, k, FlopsPerSecond{148e12}, BytesPerSecond{4.0e12}, 78, false, Bytes{0}).fixed.value == Approx(59e-6));
   CHECK_FALSE(latent_partition(att.tiling, 0, true));  // SMs unknown
   // 128 heads (two tiles): 66 parts, a payload of ⌈68,096 / 66⌉ + 5 = 1,037: the first part 7 whole
   // sequences (931) and 101 blocks of an eighth, the second its rest (27 + 5), 7 whole and 69 blocks: 9.
@@ -440,13 +441,13 @@ TEST_CASE("memory waves: a CTA streams up to reach times its SM's share of the b
   KernelEfficiency k{.fixed = Seconds{0}, .per_sequence = Seconds{0}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt,
                      .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.8,
                      .memory_reach = 4, .rows = 1};
-  const CalibratedTime t4 = calibrated_time(gemm, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false);
+  const CalibratedTime t4 = calibrated_time(gemm, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0});
   CHECK(t4.memory_waves == Approx(2.0 / 33));
   CHECK(t4.memory.value == Approx(1e6 * 33 / (2 * 3.35e12 * 0.8)));
   CHECK(t4.memory.value == Approx(6.1567e-6).epsilon(1e-4));
   CHECK(t4.waves == Approx(2.0 / 132));  // compute still waves per SM
   k.memory_reach = 1;
-  CHECK(calibrated_time(gemm, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false).memory.value == Approx(4 * t4.memory.value));
+  CHECK(calibrated_time(gemm, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0}).memory.value == Approx(4 * t4.memory.value));
   Op un;
   un.id = OpId::latent_attention_mqa;
   un.bytes_read = BytesF{1e6};
@@ -455,7 +456,75 @@ TEST_CASE("memory waves: a CTA streams up to reach times its SM's share of the b
   un.tiling.unsplit_longest_bytes = 1e6;
   k.split_kv = false;
   k.memory_reach = 8;  // 8/108 of 2.039 TB/s at η_m 0.8: 1e6 / (2.039e12 · 8/108 · 0.8) = 8.276 µs
-  CHECK(calibrated_time(un, k, FlopsPerSecond{312e12}, BytesPerSecond{2.039e12}, 108, false).memory.value == Approx(1e6 * 108 / (2.039e12 * 8 * 0.8)));
+  CHECK(calibrated_time(un, k, FlopsPerSecond{312e12}, BytesPerSecond{2.039e12}, 108, false, Bytes{0}).memory.value == Approx(1e6 * 108 / (2.039e12 * 8 * 0.8)));
+}
+
+TEST_CASE("An elementwise pass whose bytes fit the L2 streams them at the family's L2 speed-up, in the fit", "[efficiency]") {
+  // H100's quantise pass, [m, k] bf16 in, fp8 out: m·k·3 bytes. 10 Mi values are 30 MiB, within the
+  // 50 MiB L2: 31,457,280 / (3.35 TB/s · 0.9 · 1.5) = 6.956 µs; 20 Mi values (60 MiB) spill to DRAM:
+  // 62,914,560 / (3.35e12 · 0.9) = 20.87 µs.
+  const HardwareSpec h100 = load_gpu("h100-sxm");
+  REQUIRE(h100.l2_cache.value == 50 * kMiB);
+  KernelEfficiency k;
+  k.fixed = Seconds{1.4e-6};
+  k.eta_compute = 0.05;
+  k.eta_memory = 0.9;
+  k.l2_speedup = 1.5;
+  auto pass = [](double values) {
+    Op op;
+    op.id = OpId::rms_norm;
+    op.flops = Flops{values};
+    op.bytes_read = BytesF{2 * values};
+    op.bytes_written = BytesF{values};
+    return op;
+  };
+  const Op small = pass(10 * 1048576.0), large = pass(20 * 1048576.0);
+  const CalibratedTime in_l2 = calibrated_time(small, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, 132, false, h100.l2_cache);
+  CHECK(in_l2.l2_resident);
+  CHECK(in_l2.memory.value == Approx(31457280 / (3.35e12 * 0.9 * 1.5)));
+  CHECK(in_l2.memory.value == Approx(6.956e-6).epsilon(1e-3));
+  CHECK(in_l2.time().value == Approx(1.4e-6 + 6.956e-6).epsilon(1e-3));
+  const CalibratedTime beyond = calibrated_time(large, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, 132, false, h100.l2_cache);
+  CHECK(!beyond.l2_resident);
+  CHECK(beyond.memory.value == Approx(62914560 / (3.35e12 * 0.9)));
+  CHECK(beyond.memory.value == Approx(20.87e-6).epsilon(1e-3));
+  // An unknown L2, or a family without a speed-up, streams from DRAM.
+  CHECK(calibrated_time(small, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, 132, false, Bytes{0}).memory.value ==
+        Approx(in_l2.memory.value * 1.5));
+  k.l2_speedup = 1;
+  CHECK(!fits_l2(small, k, h100.l2_cache));
+  // The planner prices a step's passes from DRAM: the same 30 MiB pass through the roofline takes
+  // DRAM's pace, never less than speed of light.
+  k.l2_speedup = 1.5;
+  EfficiencyProfile p;
+  p.name = "test";
+  p.kernels[static_cast<std::size_t>(KernelFamily::elementwise)] = k;
+  const Roofline rf = roofline_for(h100, DType::bf16, p);
+  CHECK(op_time(small, rf).memory.value == Approx(31457280 / (3.35e12 * 0.9)));
+  CHECK(op_time(small, rf).time.value >= op_time(small, speed_of_light(rf)).time.value);
+}
+
+TEST_CASE("Every bundled GPU with a known L2: a pass of exactly its L2 takes the speed-up, one byte more does not", "[efficiency][property]") {
+  KernelEfficiency k;
+  k.eta_memory = 0.8;
+  k.l2_speedup = 1.25;
+  int known = 0;
+  for (const auto& e : bundled_gpus()) {
+    const HardwareSpec g = load_hardware_file(e.path);
+    INFO(g.name);
+    Op op;
+    op.id = OpId::rms_norm;
+    op.bytes_read = BytesF{static_cast<double>(g.l2_cache.value)};
+    const bool fits = fits_l2(op, k, g.l2_cache);
+    CHECK(fits == (g.l2_cache.value > 0));
+    if (!fits) continue;
+    ++known;
+    const double at = calibrated_time(op, k, *g.peak_flops(DType::bf16), g.memory_bandwidth, static_cast<double>(g.sm_count), false, g.l2_cache).memory.value;
+    op.bytes_read = BytesF{op.bytes_read.value + 1};
+    const double past = calibrated_time(op, k, *g.peak_flops(DType::bf16), g.memory_bandwidth, static_cast<double>(g.sm_count), false, g.l2_cache).memory.value;
+    CHECK(past / at == Approx(1.25 * (op.bytes_read.value / (op.bytes_read.value - 1))));
+  }
+  CHECK(known >= 10);
 }
 
 TEST_CASE("the paths declare their kernels' tiles", "[efficiency]") {
@@ -632,6 +701,13 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.memory_reach' = 0.5: expected a number in [1, 10000]");
   j["kernels"]["absorbed_decode"]["memory_reach"] = "4";
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.memory_reach' = \"4\": expected a number in [1, 10000]");
+  j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["l2_speedup"] = 0.9;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.l2_speedup' = 0.9: expected a number in [1, 16]");
+  j["kernels"]["absorbed_decode"]["l2_speedup"] = 17;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.l2_speedup' = 17: expected a number in [1, 16]");
+  j["kernels"]["absorbed_decode"]["l2_speedup"] = nullptr;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.l2_speedup' = null: expected a number in [1, 16]");
   // The fp8-cache kernel's costs: a pair, each in seconds.
   j = minimal_profile();
   j["kernels"]["absorbed_decode"]["fixed_fp8_cache_s"] = 2e-6;
@@ -653,6 +729,7 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j["kernels"]["absorbed_decode"]["split_kv"] = false;
   j["kernels"]["absorbed_decode"]["eta_compute_fp8"] = 0.3;
   j["kernels"]["absorbed_decode"]["memory_reach"] = 6.5;
+  j["kernels"]["absorbed_decode"]["l2_speedup"] = 1.4;
   j["kernels"]["absorbed_decode"]["eta_compute_fp8_tensor"] = 0.55;
   j["kernels"]["absorbed_decode"]["fixed_fp8_cache_s"] = 2.5e-6;
   j["kernels"]["absorbed_decode"]["per_sequence_fp8_cache_s"] = 3e-9;
@@ -665,6 +742,7 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   CHECK(!q_split);
   CHECK(qk.eta_compute_fp8.value_or(0) == 0.3);
   CHECK(qk.memory_reach == 6.5);
+  CHECK(qk.l2_speedup == 1.4);
   CHECK(qk.eta_compute_fp8_tensor.value_or(0) == 0.55);
   CHECK(qk.fixed_fp8_cache.value_or(Seconds{0}).value == 2.5e-6);
   CHECK(qk.per_sequence_fp8_cache.value_or(Seconds{0}).value == 3e-9);
@@ -673,6 +751,7 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   const bool d_split = dk.split_kv, d_fp8 = dk.eta_compute_fp8.has_value(), d_tensor = dk.eta_compute_fp8_tensor.has_value();
   CHECK(d_split);
   CHECK(dk.memory_reach == 1);  // absent: one SM's share per CTA
+  CHECK(dk.l2_speedup == 1);    // absent: no L2 term
   CHECK(!d_fp8);
   CHECK(!d_tensor);
   const bool d_cache = dk.fixed_fp8_cache.has_value() || dk.per_sequence_fp8_cache.has_value();

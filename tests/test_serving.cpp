@@ -210,7 +210,7 @@ TEST_CASE("Routed experts take the grouped-GEMM family's calibrated time: H800, 
   for (auto [in, out] : {std::pair{7168.0, 4096.0}, std::pair{2048.0, 7168.0}}) {
     Op op = grouped_gemm_op(OpId::expert_gate_up, 1024, touched, in, out, wb, 2);
     op.fp8 = true;
-    per_layer += calibrated_time(op, *k, *hw.peak_flops(DType::fp8), hw.memory_bandwidth, static_cast<double>(hw.sm_count), true).time().value;
+    per_layer += calibrated_time(op, *k, *hw.peak_flops(DType::fp8), hw.memory_bandwidth, static_cast<double>(hw.sm_count), true, Bytes{0}).time().value;
   }
   const StepRow* moe = row(r, StepComponent::routed_experts);
   REQUIRE(moe);
@@ -997,14 +997,15 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: median of the totals within 10%, and 32 of the 39 within 20% (README,
-  // Validation; past it: six TensorRT-LLM v0.5 Llama-2 rows, slower than the kernels the H100 profile
-  // is fitted on (TensorRT-LLM 1.3's), and DeepSeek's prefill throughput on H800 (+21.4%), whose GEMM
-  // and "other" bars are slower than the DeepGEMM benchmark and the elementwise kernels the model times).
+  // The published error: median of the totals within 10%, and 38 of the 39 within 20% (README,
+  // Validation; past it: TensorRT-LLM v0.5's Llama-2-7B first token at 2,048 tokens (-31.3%), slower
+  // than the fp8 GEMMs the H100 profile is fitted on (TensorRT-LLM 1.3's). DeepSeek's prefill
+  // throughput on H800 (+19.6%) is the next: its GEMM and "other" bars are slower than the DeepGEMM
+  // benchmark and the elementwise kernels the model times).
   std::sort(totals.begin(), totals.end());
   CHECK(totals.size() == 39);
   CHECK(totals[totals.size() / 2] <= 0.10);
-  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 36);
+  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 38);
 }
 
 std::string serving_error(const std::string& text) {

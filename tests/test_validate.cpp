@@ -559,7 +559,7 @@ TEST_CASE("Against: the fit recovers the memory reach, efficiencies and fixed co
     for (int n : {256, 1024, 4096, 16384})
       for (int k : {512, 1024, 2048, 7168}) {
         Op op = gemm_op(OpId::q_proj, m, k, n, 2, 2);
-        const double t = calibrated_time(op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false).time().value;
+        const double t = calibrated_time(op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false, Bytes{0}).time().value;
         table += fmt::format("gemm,{},{},{},bf16,{:.6f}\n", m, n, k, t * 1e6);
       }
   Scratch s("against-reach");
@@ -594,7 +594,7 @@ TEST_CASE("Against: bf16, block-scaled and per-tensor fp8 GEMMs get their own ef
           op.fp8 = fp8;
           op.fp8_per_tensor = tensor;
           const double t = calibrated_time(op, given, *h100.peak_flops(fp8 ? DType::fp8 : DType::bf16), h100.memory_bandwidth,
-                                           static_cast<double>(h100.sm_count), fp8).time().value;
+                                           static_cast<double>(h100.sm_count), fp8, Bytes{0}).time().value;
           const double other = tensor ? 5e-6 : 0;
           table += fmt::format("gemm,{},{},{},{},{:.6f},{}\n", m, n, k, dtype, (t + other) * 1e6, tensor ? "5" : "");
         }
@@ -638,7 +638,7 @@ TEST_CASE("Against: decode rows over an fp8 cache get their own fixed and per-bl
           const Op* op = plan.find(OpId::attention);
           REQUIRE(op);
           CHECK(op->fp8_cache == (std::string(kv) == "fp8"));
-          const double t = calibrated_time(*op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false)
+          const double t = calibrated_time(*op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false, Bytes{0})
                                .time().value;
           table += fmt::format("attention_decode,{},{},{},{},128,{},bf16,{:.6f}\n", b, len, heads, kv_heads, kv, t * 1e6);
         }

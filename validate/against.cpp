@@ -100,7 +100,7 @@ Table2 read_csv(const fs::path& p) {
 // The row's time under a family's parameters: the core's calibrated time (what `cost` predicts).
 double row_time(const Row& r, const KernelEfficiency& k) {
   const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
-  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8).time().value + r.other_s;
+  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache).time().value + r.other_s;
 }
 double model_time(const Row& r, const GpuKernelFit& f) { return row_time(r, f.eff); }
 
@@ -122,8 +122,9 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   bool batches = false;
   for (const auto& [r, w] : train) batches = batches || r->batch != train.front().first->batch;
   // Five parameters are searched at once (the bandwidth one CTA streams trades against the fixed
-  // cost and η_m at small launches, so fitting it alone after the others stalls): a coarse grid, then
-  // the refinement rounds between each best value's neighbours.
+  // cost and η_m at small launches, so fitting it alone after the others stalls), six for elementwise
+  // rows on both sides of their L2 (l2s below): a coarse grid, then the refinement rounds between each
+  // best value's neighbours.
   std::vector<double> t0s = geometric_axis(1e-7, 1e-3, batches ? 16 : 24);  // 0, then 0.18 (0.15) µs .. 1 ms
   t0s[0] = 0;
   std::vector<double> tseqs{0};
@@ -165,7 +166,19 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   // Where the rows read both caches (TensorRT-LLM's decode tables time each shape over a bf16 and an
   // fp8 cache), the fp8-cache kernel's fixed and per-sequence costs are fitted apart the same way:
   // the five with them held, then the two alone.
-  const bool own_cache = fp8_cache && bf16_cache, both = own_fp8 || own_tensor || own_cache;
+  const bool own_cache = fp8_cache && bf16_cache;
+  // Where elementwise rows run over sets both within and beyond their GPU's L2 (tables timed over
+  // the same tensor again and again: H100's quantise pass copies 32 MiB at 1.17x DRAM's bandwidth,
+  // 64 MiB at 0.86x), the L2 speed-up is a sixth parameter of the same search (1 to 4x), so that η_m
+  // is DRAM's: fitted after the others, it stalls where η_m has already taken the L2 rows' pace.
+  bool in_l2 = false, beyond_l2 = false;
+  if (kernel == kElementwise)
+    for (const auto& [r, w] : train) {
+      const double l2 = static_cast<double>(r->gpu->l2_cache.value);
+      if (l2 > 0) (r->op.bytes().value <= l2 ? in_l2 : beyond_l2) = true;
+    }
+  const bool both = own_fp8 || own_tensor || own_cache;
+  const std::vector<double> l2s = in_l2 && beyond_l2 ? geometric_axis(1, 4, 8) : std::vector<double>{1};
   // Latent decode kernels either split a sequence's keys over CTAs or not: both are fitted and the
   // one that explains the rows better is kept.
   std::optional<GpuKernelFit> best;
@@ -181,10 +194,10 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
         return GpuKernelFit{.kernel = kernel,
                             .eff = KernelEfficiency{.fixed = Seconds{p[0]}, .per_sequence = Seconds{p[1]}, .eta_compute = p[2], .eta_compute_fp8 = eta_fp8,
                                                     .eta_compute_fp8_tensor = eta_tensor, .fixed_fp8_cache = fixed_cache,
-                                                    .per_sequence_fp8_cache = seq_cache, .eta_memory = p[3], .memory_reach = p[4], .split_kv = split,
+                                                    .per_sequence_fp8_cache = seq_cache, .eta_memory = p[3], .memory_reach = p[4], .l2_speedup = p[5], .split_kv = split,
                                                     .rows = static_cast<std::int64_t>(train.size())}};
       };
-      f = model(grid_fit({t0s, tseqs, etas, etas, reaches}, [&](const std::vector<double>& p) { return loss_of(model(p)); }, 2));
+      f = model(grid_fit({t0s, tseqs, etas, etas, reaches, l2s}, [&](const std::vector<double>& p) { return loss_of(model(p)); }, 2));
       if (!both) break;
       // One fp8 efficiency alone, the others held (in the first round the per-tensor rows still take
       // the block-scaled one, so both move them until the per-tensor one is fitted).
@@ -209,6 +222,7 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
         fixed_cache = f.eff.fixed_fp8_cache = Seconds{c[0]};
         seq_cache = f.eff.per_sequence_fp8_cache = Seconds{c[1]};
       }
+
     }
     const double l = loss_of(f);
     if (l < best_loss) best_loss = l, best = f;
@@ -538,15 +552,15 @@ Table fit_table(const std::string& title, const std::vector<std::pair<std::strin
             {"t_seq_fp8_cache_s", "per sequence or block, fp8 cache", Unit::seconds},
             {"eta_compute", "η compute", Unit::fraction}, {"eta_compute_fp8", "η compute fp8", Unit::fraction},
             {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
-            {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"split_kv", "split-KV", Unit::text},
-            {"train_rows", "rows", Unit::count}},
+            {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"l2_speedup", "L2 speed-up", Unit::decimal},
+            {"split_kv", "split-KV", Unit::text}, {"train_rows", "rows", Unit::count}},
            .rows = {}};
   for (const auto& [on, f] : fits)
     ft.rows.push_back({on, f.kernel, f.eff.fixed.value, f.eff.per_sequence.value,
                        f.eff.fixed_fp8_cache ? Value{f.eff.fixed_fp8_cache->value} : Value{},
                        f.eff.per_sequence_fp8_cache ? Value{f.eff.per_sequence_fp8_cache->value} : Value{}, f.eff.eta_compute, f.eff.eta_compute_fp8 ? Value{*f.eff.eta_compute_fp8} : Value{},
                        f.eff.eta_compute_fp8_tensor ? Value{*f.eff.eta_compute_fp8_tensor} : Value{}, f.eff.eta_memory, f.eff.memory_reach,
-                       std::string(f.kernel != kDecode ? "-" : f.eff.split_kv ? "yes" : "no"), f.eff.rows});
+                       f.eff.l2_speedup, std::string(f.kernel != kDecode ? "-" : f.eff.split_kv ? "yes" : "no"), f.eff.rows});
   return ft;
 }
 
@@ -562,6 +576,7 @@ nlohmann::ordered_json fit_json(const GpuKernelFit& f) {
   if (f.eff.eta_compute_fp8_tensor) j["eta_compute_fp8_tensor"] = *f.eff.eta_compute_fp8_tensor;
   j["eta_memory"] = f.eff.eta_memory;
   j["memory_reach"] = f.eff.memory_reach;
+  if (f.eff.l2_speedup != 1) j["l2_speedup"] = f.eff.l2_speedup;
   if (f.kernel == kDecode) j["split_kv"] = f.eff.split_kv;
   j["rows"] = f.eff.rows;
   return j;
@@ -831,7 +846,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
   std::string md = fmt::format("# Leave one GPU out: published MLA kernel timings against mlaplan\n\nFolders under `{}`, one per GPU; MLA "
                                "dimensions of {}. For each GPU the efficiency model (see `mlaplan-validate --against`) is fitted on the other "
                                "GPUs' rows (those of its architecture where they hold {} rows of the kernel family or more, else all) and "
-                               "predicts this GPU's through its own datasheet peak, bandwidth and SM count. Beside it: speed of light; lookup, "
+                               "predicts this GPU's through its own datasheet peak, bandwidth, SM count and L2. Beside it: speed of light; lookup, "
                                "the nearest row of those same GPUs (same kernel and cache dtype, nearest in log batch, length, heads and query) "
                                "scaled by the two rows' speed-of-light ratio; and the refit on this GPU's own even rows, judged on its "
                                "odd rows. H20 and H200 rows are never fitted on.\n\n",

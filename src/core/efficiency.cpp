@@ -211,7 +211,12 @@ std::optional<LatentPartition> latent_partition(const Tiling& t, double sms, boo
   return p;
 }
 
-CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, bool fp8) {
+bool fits_l2(const Op& op, const KernelEfficiency& k, Bytes l2) {
+  return k.l2_speedup != 1 && l2.value > 0 && !runs_unsplit(k, op.tiling) && op.bytes().value <= static_cast<double>(l2.value);
+}
+
+CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, bool fp8,
+                               Bytes l2) {
   CalibratedTime t;
   const Tiling& tl = op.tiling;
   const LaunchCosts costs = launch_costs(k, op.fp8_cache);
@@ -231,7 +236,8 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
     if (sms > 0) memory = std::max(memory, tl.unsplit_longest_bytes / (bandwidth.value * std::min(1.0, k.memory_reach / sms) * k.eta_memory));
     t.memory = Seconds{memory};
   } else {
-    t.memory = Seconds{op.bytes().value / (bandwidth.value * k.eta_memory * t.memory_waves)};
+    t.l2_resident = fits_l2(op, k, l2);
+    t.memory = Seconds{op.bytes().value / (bandwidth.value * k.eta_memory * t.memory_waves * (t.l2_resident ? k.l2_speedup : 1))};
   }
   const std::optional<LatentPartition> part = latent_partition(tl, sms, k.split_kv);
   const double sequences = part ? part->pieces : launch.sequences;

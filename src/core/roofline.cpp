@@ -68,11 +68,15 @@ bool takes_fp8_efficiency(const Op& op, const Roofline& rf) {
 }
 
 OpTime op_time(const Op& op, const Roofline& rf) {
+  // A step's ops are priced from DRAM (no L2 term): whether a pass finds its tensor still in the L2
+  // after the kernel that wrote it is not modelled, and a time below the DRAM speed of light would be
+  // no bound at all. The L2 speed-up is fitted (mlaplan-validate) only so that the tables' repeated
+  // passes over one L2-sized tensor do not lift η_m above DRAM's.
   OpTime t;
   t.intensity = op.bytes().value > 0 ? op.flops / op.bytes() : 0;
   if (const auto fam = rf.fit_family(family_of(op))) {
     const CalibratedTime c =
-        calibrated_time(op, *rf.kernels[static_cast<std::size_t>(*fam)], op_peak(op, rf), rf.bandwidth, rf.sms, takes_fp8_efficiency(op, rf));
+        calibrated_time(op, *rf.kernels[static_cast<std::size_t>(*fam)], op_peak(op, rf), rf.bandwidth, rf.sms, takes_fp8_efficiency(op, rf), Bytes{0});
     t.compute = c.compute, t.memory = c.memory, t.fixed = c.fixed, t.time = c.time();
     t.compute_bound = t.compute >= t.memory;
     t.calibrated = true;

@@ -61,8 +61,8 @@ void add_efficiency_table(Document& doc, const Roofline& rf) {
                       {"per_sequence_fp8_cache_s", "per sequence or block, fp8 cache", Unit::seconds}, {"eta_compute", "η compute", Unit::fraction},
                       {"eta_compute_fp8", "η compute fp8", Unit::fraction}, {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction},
                       {"eta_memory", "η memory", Unit::fraction},
-                      {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"split_kv", "split-KV", Unit::text},
-                      {"rows", "rows fitted", Unit::count}},
+                      {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"l2_speedup", "L2 speed-up", Unit::decimal},
+                      {"split_kv", "split-KV", Unit::text}, {"rows", "rows fitted", Unit::count}},
           .rows = {}};
   for (int i = 0; i < kKernelFamilyCount; ++i)
     if (const auto& k = rf.kernels[static_cast<std::size_t>(i)]) {
@@ -71,7 +71,7 @@ void add_efficiency_table(Document& doc, const Roofline& rf) {
                         k->fixed_fp8_cache ? Value{k->fixed_fp8_cache->value} : Value{},
                         k->per_sequence_fp8_cache ? Value{k->per_sequence_fp8_cache->value} : Value{}, k->eta_compute,
                         k->eta_compute_fp8 ? Value{*k->eta_compute_fp8} : Value{}, k->eta_compute_fp8_tensor ? Value{*k->eta_compute_fp8_tensor} : Value{},
-                        k->eta_memory, k->memory_reach,
+                        k->eta_memory, k->memory_reach, k->l2_speedup,
                         std::string(!is_latent_attention(f) ? "-" : k->split_kv ? "yes" : "no"), k->rows});
     }
   doc.tables.push_back(std::move(t));

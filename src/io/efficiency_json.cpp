@@ -94,7 +94,7 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
     const std::string prefix = "kernels." + name;
     only_keys(k, where, prefix,
               {"fixed_s", "per_sequence_s", "fixed_fp8_cache_s", "per_sequence_fp8_cache_s", "eta_compute", "eta_compute_fp8", "eta_compute_fp8_tensor",
-               "eta_memory", "memory_reach", "split_kv", "rows"});
+               "eta_memory", "memory_reach", "l2_speedup", "split_kv", "rows"});
     for (const char* key : {"fixed_s", "per_sequence_s", "eta_compute", "eta_memory", "rows"})
       if (!k.contains(key)) fail_key(where, prefix + "." + key, "(absent)", "required for every kernel family");
     KernelEfficiency e;
@@ -119,6 +119,8 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
     e.eta_memory = number(k["eta_memory"], where, prefix + ".eta_memory", 0, 1, true);
     // Optional: profiles written before it streamed one SM's share per CTA.
     if (k.contains("memory_reach")) e.memory_reach = number(k["memory_reach"], where, prefix + ".memory_reach", 1, 1e4, false);
+    // Optional: 1 (no L2 term) for the families whose rows show none.
+    if (k.contains("l2_speedup")) e.l2_speedup = number(k["l2_speedup"], where, prefix + ".l2_speedup", 1, 16, false);
     e.rows = count(k["rows"], where, prefix + ".rows");
     if (k.contains("split_kv")) {
       if (!k["split_kv"].is_boolean()) fail_key(where, prefix + ".split_kv", show_json(k["split_kv"]), "expected true or false");
@@ -137,7 +139,7 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
   if (!p.gpu.empty()) j["gpu"] = p.gpu;
   j["written_by"] = p.written_by;
   j["transfer_rule"] =
-      "t = launches·(fixed_s + sequences·per_sequence_s) (GQA decode over an fp8 KV cache on a Hopper GPU, TensorRT-LLM's QGMMA and fp8-cache MMHA kernels: fixed_fp8_cache_s and per_sequence_fp8_cache_s where given) + max(F / (peak·eta_compute·w) (fp8 kernels: the fp8 peak·eta_compute_fp8 where given, per-tensor-scaled fp8 GEMMs eta_compute_fp8_tensor where given), B / (bandwidth·eta_memory·w_m), F_cta / (peak/SMs·eta_compute)), "
+      "t = launches·(fixed_s + sequences·per_sequence_s) (GQA decode over an fp8 KV cache on a Hopper GPU, TensorRT-LLM's QGMMA and fp8-cache MMHA kernels: fixed_fp8_cache_s and per_sequence_fp8_cache_s where given) + max(F / (peak·eta_compute·w) (fp8 kernels: the fp8 peak·eta_compute_fp8 where given, per-tensor-scaled fp8 GEMMs eta_compute_fp8_tensor where given), B / (bandwidth·eta_memory·w_m) (·l2_speedup where B fits the GPU's L2 in a table timed over one tensor again and again; a step's ops stream from DRAM), F_cta / (peak/SMs·eta_compute)), "
       "w = CTAs / (ceil(CTAs / SMs)·SMs), w_m = CTAs / (floor(CTAs / SMs)·SMs + max(r, SMs / memory_reach)) with r the last wave's CTAs (1 for whole waves); "
       "latent attention: sequences = those the busiest SM starts, with split_kv true FlashMLA's partition (the SMs cut into floor(SMs / 64-row query tiles) parts, a sequence's 64-key blocks plus 5 dealt over them), "
       "with split_kv false ceil(CTAs / SMs), one CTA per sequence and 64-head tile walking all its keys, "
@@ -167,6 +169,7 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
       if (k->eta_compute_fp8_tensor) e["eta_compute_fp8_tensor"] = *k->eta_compute_fp8_tensor;
       e["eta_memory"] = k->eta_memory;
       e["memory_reach"] = k->memory_reach;
+      if (k->l2_speedup != 1) e["l2_speedup"] = k->l2_speedup;
       // Written for the latent attention families, where it changes the time.
       if (is_latent_attention(static_cast<KernelFamily>(i))) e["split_kv"] = k->split_kv;
       e["rows"] = k->rows;

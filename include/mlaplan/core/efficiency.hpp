@@ -76,6 +76,11 @@ struct KernelEfficiency {
   // launch of fewer CTAs than SMs still reaches the full wave's bandwidth (memory_wave_efficiency).
   // 1: each CTA only its share (the memory term waves like the compute term).
   double memory_reach = 1;
+  // How much faster than DRAM an op streams its bytes when they fit the GPU's L2 (HardwareSpec::
+  // l2_cache) and stay there: a table timed over the same tensor again and again (H100's elementwise
+  // pass). Fitted so that eta_memory is DRAM's; the planner prices from DRAM (op_time). 1: no L2 term
+  // (the family's rows do not show one).
+  double l2_speedup = 1;
   // Latent attention only: whether the kernel splits a sequence's keys over thread blocks to fill the
   // SMs (FlashMLA, FlashInfer, TensorRT-LLM on Hopper and Blackwell) or gives each sequence and head
   // tile one block that walks all its keys (TensorRT-LLM 1.0's generation MLA on the A100, whose
@@ -198,12 +203,19 @@ std::optional<LatentPartition> latent_partition(const Tiling& t, double sms, boo
 struct CalibratedTime {
   Seconds fixed{0};    // launches·(t_fixed + sequences·t_seq)
   Seconds compute{0};  // F / (peak·η_c·w), or the longest CTA where that is longer
-  Seconds memory{0};   // B / (bandwidth·η_m·w_m)
+  Seconds memory{0};   // B / (bandwidth·η_m·w_m), over l2_speedup where B fits the L2
   double waves = 1;    // w
   double memory_waves = 1;  // w_m
+  bool l2_resident = false;  // the op's bytes fit the L2 and the family has an L2 speed-up
   Seconds time() const { return fixed + (compute > memory ? compute : memory); }
 };
-// `fp8`: the op runs at the fp8 peak (eta_compute_fp8 where the family has it).
-CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, bool fp8);
+// Whether an op streams its bytes from the L2 at the family's l2_speedup: the family has one, the GPU's
+// L2 is known (l2 > 0), and the op's bytes fit it. Unsplit latent launches never do (each CTA rereads
+// its sequence's cache, which the bytes term already counts).
+bool fits_l2(const Op& op, const KernelEfficiency& k, Bytes l2);
+// `fp8`: the op runs at the fp8 peak (eta_compute_fp8 where the family has it). `l2`: the GPU's L2
+// (0: unknown, no L2 term).
+CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, bool fp8,
+                               Bytes l2);
 
 }  // namespace mlaplan
