@@ -97,7 +97,9 @@ Table2 read_csv(const fs::path& p) {
   return t;
 }
 
-// The row's time under a family's parameters: the core's calibrated time (what `cost` predicts).
+// The row's time under a family's parameters: the core's calibrated time (what `cost` predicts, but
+// for the L2 term: a table's repeated passes over one L2-sized tensor stream from the L2, a step's
+// ops from DRAM).
 double row_time(const Row& r, const KernelEfficiency& k) {
   const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
   return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache).time().value + r.other_s;
