@@ -87,13 +87,11 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
   // Efficiencies fitted on the training half; errors judged on the held-out half.
   // The bytes each op's repeated runs keep touching: against the cache level, where they stream from.
   auto working_set = [&](PathKind path, OpId op, const MlaShape& at, double bytes) { return mr.working_set ? mr.working_set(path, op, at, bytes) : bytes; };
-  auto work = [&](PathKind path, OpId op, const MlaShape& at, double calls) {
-    return KernelWork{.calls = calls, .packed = mr.packed ? mr.packed(path, op, at) : 0};
-  };
+  auto packed = [&](PathKind path, OpId op, const MlaShape& at) { return mr.packed ? mr.packed(path, op, at) : 0.0; };
   for (Sample& s : samples)
     if (s.op) {
       s.working_set = working_set(s.path, *s.op, s.shape, s.bytes.value);
-      s.packed = work(s.path, *s.op, s.shape, 0).packed;
+      s.packed = packed(s.path, *s.op, s.shape);
     }
   std::vector<Sample> train;
   for (const Sample& s : samples)
@@ -174,7 +172,7 @@ ValidationRun finish_validation(MeasuredRun&& mr) {
       for (const Op& op : plan_at(plan, q, at)) {
         const KernelFit* f = fit_for(fits, op.id);
         unfitted = unfitted || !f;
-        t += f ? predict(*f, op.flops, op.bytes(), work(plan.kind, op.id, at, mr.calls ? mr.calls(plan.kind, op.id, at) : 0), rf,
+        t += f ? predict(*f, op.flops, op.bytes(), {.calls = mr.calls ? mr.calls(plan.kind, op.id, at) : 0, .packed = packed(plan.kind, op.id, at)}, rf,
                          stream_bandwidth(working_set(plan.kind, op.id, at, op.bytes().value), mr.cache, rf))
                : op_time(op, rf).time;
       }
