@@ -13,6 +13,7 @@
 
 #include "helpers.hpp"
 #include "mlaplan/core/efficiency.hpp"
+#include "mlaplan/core/explain.hpp"
 #include "mlaplan/core/feasibility.hpp"
 #include "mlaplan/core/roofline.hpp"
 #include "mlaplan/io/efficiency_json.hpp"
@@ -548,6 +549,60 @@ TEST_CASE("the paths declare their kernels' tiles", "[efficiency]") {
   CHECK(chunked.find(OpId::kv_up_proj_chunk)->tiling.launches == 4);
 }
 
+TEST_CASE("a flash prefill pays its cost per CTA wave, and a memory pass apart adds to its compute", "[efficiency][example]") {
+  // DeepSeek-V3 expanded prefill, one prompt of 4,096 tokens at 128 heads on 132 SMs: 32 query tiles ×
+  // 128 heads = 4,096 CTAs, the busiest SM running ⌈4,096 / 132⌉ = 32 of them.
+  const ModelSpec m = load_model("deepseek-v3");
+  Workload p;
+  p.groups = {SequenceGroup{1, 4096, 0}};
+  const PathPlan expand = mla_path(m, p, PathKind::expand);
+  const Op* mha = expand.find(OpId::attention_mha);
+  REQUIRE(mha);
+  KernelEfficiency k{.fixed = Seconds{15e-6}, .per_sequence = Seconds{2e-8}, .eta_compute = 0.6, .eta_compute_fp8 = std::nullopt,
+                     .eta_compute_fp8_tensor = std::nullopt, .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt,
+                     .per_cta = Seconds{2.5e-6}, .serial_memory = false, .eta_memory = 0.7, .rows = 1};
+  const FlopsPerSecond peak{989.4e12};
+  const BytesPerSecond bw{3.35e12};
+  const CalibratedTime over = calibrated_time(*mha, k, peak, bw, 132, false, Bytes{0});
+  CHECK(over.launches == 1);
+  CHECK(over.sequences == 1);
+  CHECK(over.cta_waves == 32);
+  // 15 µs + 1 · 20 ns + 32 · 2.5 µs = 95.02 µs.
+  CHECK(over.fixed.value == Approx(95.02e-6));
+  // Compute: F = 128 heads · 4,096 · 4,097 / 2 causal pairs · 2 · (192 + 128) FLOPs = 687.3 GFLOP at
+  // 989.4 TFLOP/s · 0.6 · w, w = 4,096 / (32 · 132); no longer than the last tile's F_cta / (peak / 132 · 0.6).
+  const double flops = 128.0 * 4096 * 4097 / 2 * 2 * (192 + 128);
+  CHECK(mha->flops.value == Approx(flops));
+  const double w = 4096.0 / (32 * 132);
+  CHECK(over.waves == Approx(w));
+  CHECK(over.compute.value == Approx(std::max(flops / (989.4e12 * 0.6 * w), 128.0 * 4096 * 640 / (989.4e12 / 132 * 0.6))));
+  // A last wave of 4 CTAs streams at one SM's share each (reach 1): w_m = 4,096 / (31 · 132 + 132).
+  const double wm = 4096.0 / (31 * 132 + 132);
+  CHECK(over.memory_waves == Approx(wm));
+  const double memory = mha->bytes().value / (3.35e12 * 0.7 * wm);
+  CHECK(over.memory.value == Approx(memory));
+  CHECK(over.time().value == Approx(95.02e-6 + std::max(over.compute.value, memory)));
+  // The same op with its memory pass apart: the two terms add.
+  k.serial_memory = true;
+  const CalibratedTime apart = calibrated_time(*mha, k, peak, bw, 132, false, Bytes{0});
+  CHECK(apart.serial);
+  CHECK(apart.time().value == Approx(95.02e-6 + over.compute.value + memory));
+  CHECK(apart.time().value > over.time().value);
+  // op_time reports the same, and so does its explanation.
+  Roofline rf;
+  rf.peak = peak;
+  rf.bandwidth = bw;
+  rf.sms = 132;
+  rf.kernels[static_cast<std::size_t>(KernelFamily::expanded_prefill)] = k;
+  const OpTime t = op_time(*mha, rf);
+  CHECK(t.serial);
+  CHECK(t.time.value == Approx(apart.time().value));
+  const ExplainStep e = explain_op_time("attention", *mha, rf, t);
+  CHECK(e.formula.find("⌈CTAs / SMs⌉ · t_cta") != std::string::npos);
+  CHECK(e.formula.find("the memory pass apart from the compute kernel") != std::string::npos);
+  CHECK(e.substituted.find(" + 32 · 2.5 µs") != std::string::npos);
+}
+
 TEST_CASE("calibrated times are never faster than speed of light on any bundled model and profile", "[efficiency][property]") {
   const std::vector<EfficiencyProfile> profiles = bundled_efficiency();
   REQUIRE(profiles.size() >= 4);
@@ -702,6 +757,14 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j["kernels"]["absorbed_decode"]["memory_reach"] = "4";
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.memory_reach' = \"4\": expected a number in [1, 10000]");
   j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["serial_memory"] = "yes";
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.serial_memory' = \"yes\": expected true or false");
+  j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["per_cta_s"] = -1e-6;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.per_cta_s' = -1e-06: expected a number in [0, 1]");
+  j["kernels"]["absorbed_decode"]["per_cta_s"] = "2e-6";
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.per_cta_s' = \"2e-6\": expected a number in [0, 1]");
+  j = minimal_profile();
   j["kernels"]["absorbed_decode"]["l2_speedup"] = 0.9;
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.l2_speedup' = 0.9: expected a number in [1, 16]");
   j["kernels"]["absorbed_decode"]["l2_speedup"] = 17;
@@ -733,6 +796,8 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j["kernels"]["absorbed_decode"]["eta_compute_fp8_tensor"] = 0.55;
   j["kernels"]["absorbed_decode"]["fixed_fp8_cache_s"] = 2.5e-6;
   j["kernels"]["absorbed_decode"]["per_sequence_fp8_cache_s"] = 3e-9;
+  j["kernels"]["absorbed_decode"]["per_cta_s"] = 2.5e-6;
+  j["kernels"]["absorbed_decode"]["serial_memory"] = true;
   const EfficiencyProfile p = parse_efficiency_profile(j, "p.json");
   const EfficiencyProfile q = parse_efficiency_profile(json::parse(efficiency_profile_json(p).dump()), "p.json");
   CHECK(q.describe() == p.describe());
@@ -746,12 +811,18 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   CHECK(qk.eta_compute_fp8_tensor.value_or(0) == 0.55);
   CHECK(qk.fixed_fp8_cache.value_or(Seconds{0}).value == 2.5e-6);
   CHECK(qk.per_sequence_fp8_cache.value_or(Seconds{0}).value == 3e-9);
+  CHECK(qk.per_cta.value == 2.5e-6);
+  const bool q_serial = qk.serial_memory;
+  CHECK(q_serial);
   const EfficiencyProfile d = parse_efficiency_profile(minimal_profile(), "p.json");
   const KernelEfficiency& dk = *d.kernel(KernelFamily::absorbed_decode);
   const bool d_split = dk.split_kv, d_fp8 = dk.eta_compute_fp8.has_value(), d_tensor = dk.eta_compute_fp8_tensor.has_value();
   CHECK(d_split);
   CHECK(dk.memory_reach == 1);  // absent: one SM's share per CTA
   CHECK(dk.l2_speedup == 1);    // absent: no L2 term
+  CHECK(dk.per_cta.value == 0);  // absent: no cost per CTA
+  const bool d_serial = dk.serial_memory;
+  CHECK(!d_serial);              // absent: compute and memory overlap
   CHECK(!d_fp8);
   CHECK(!d_tensor);
   const bool d_cache = dk.fixed_fp8_cache.has_value() || dk.per_sequence_fp8_cache.has_value();

@@ -106,6 +106,27 @@ double row_time(const Row& r, const KernelEfficiency& k) {
 }
 double model_time(const Row& r, const GpuKernelFit& f) { return row_time(r, f.eff); }
 
+// A row's calibrated time split into what the fit's linear costs (t_fixed, t_seq, t_cta) multiply
+// and what they do not: time = held + launches·((own ? t_fixed + sequences·t_seq : 0) + cta_waves·t_cta)
+// + rest, which is row_time's value. The fits search their efficiencies on a grid's outer axes and the
+// costs on its inner ones, so the core's calibrated time runs once per row and set of efficiencies.
+struct RowParts {
+  double launches = 1, sequences = 0, cta_waves = 0;
+  double held = 0;   // the fp8-cache kernel's fixed and per-sequence costs where the row takes them
+  bool own = true;   // the row pays the searched t_fixed and t_seq (not the fp8-cache pair)
+  double rest = 0;   // max (or sum) of the compute and memory terms, plus the row's other time
+};
+RowParts row_parts(const Row& r, KernelEfficiency k) {
+  k.fixed = k.per_sequence = k.per_cta = Seconds{0};
+  const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
+  const CalibratedTime t = calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache);
+  return RowParts{.launches = t.launches, .sequences = t.sequences, .cta_waves = t.cta_waves, .held = t.fixed.value,
+                  .own = !launch_costs(k, r.op.fp8_cache).fp8_cache, .rest = (t.time() - t.fixed).value + r.other_s};
+}
+double parts_time(const RowParts& p, const KernelEfficiency& k) {
+  return p.held + p.launches * ((p.own ? k.fixed.value + p.sequences * k.per_sequence.value : 0) + p.cta_waves * k.per_cta.value) + p.rest;
+}
+
 // Fits one kernel family on `train`. Each GPU's rows weigh as much in all as another's (a table of
 // 41 rows counts as much as one of 2,896), and a GPU's rows are thinned to every k-th past 250 so
 // that a fit takes seconds whatever the tables' sizes.
@@ -125,8 +146,8 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   for (const auto& [r, w] : train) batches = batches || r->batch != train.front().first->batch;
   // Five parameters are searched at once (the bandwidth one CTA streams trades against the fixed
   // cost and η_m at small launches, so fitting it alone after the others stalls), six for elementwise
-  // rows on both sides of their L2 (l2s below): a coarse grid, then the refinement rounds between each
-  // best value's neighbours.
+  // rows on both sides of their L2 (l2s below), seven for the flash prefill kernels' cost per CTA: a
+  // coarse grid, then the refinement rounds between each best value's neighbours.
   std::vector<double> t0s = geometric_axis(1e-7, 1e-3, batches ? 16 : 24);  // 0, then 0.18 (0.15) µs .. 1 ms
   t0s[0] = 0;
   std::vector<double> tseqs{0};
@@ -136,16 +157,38 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
     tseqs = kernel == kDecode || kernel == kSparse ? geometric_axis(1e-10, 1e-4, 14) : geometric_axis(1e-10, 1e-6, 10);
     tseqs[0] = 0;
   }
+  // The flash prefill kernels (expanded MLA and GQA prompts): 0, then 10 ns .. 10 µs per CTA the
+  // busiest SM runs. Elsewhere none: a latent kernel's per-sequence cost is already per piece the
+  // busiest SM starts, a decode kernel's per block, and a GEMM's tables do not separate it from η_c.
+  std::vector<double> tctas{0};
+  if (kernel == kPrefill || kernel == kAttention) {
+    tctas = geometric_axis(1e-8, 1e-5, 12);
+    tctas[0] = 0;
+  }
   const std::vector<double> etas = geometric_axis(0.05, 1, batches ? 12 : 16);
   // 1 (each CTA its SM's share) to 256 SMs' shares, ties to the smallest.
   const std::vector<double> reaches = geometric_axis(1, 256, 8);
+  // Each row's parts under the last efficiencies asked for (every parameter but the linear costs).
+  KernelEfficiency cached_for;
+  cached_for.eta_compute = -1;  // no parts yet
+  std::vector<RowParts> parts(train.size());
+  auto same_shape = [](const KernelEfficiency& a, const KernelEfficiency& b) {
+    return a.eta_compute == b.eta_compute && a.eta_compute_fp8 == b.eta_compute_fp8 && a.eta_compute_fp8_tensor == b.eta_compute_fp8_tensor &&
+           a.fixed_fp8_cache == b.fixed_fp8_cache && a.per_sequence_fp8_cache == b.per_sequence_fp8_cache && a.eta_memory == b.eta_memory &&
+           a.memory_reach == b.memory_reach && a.l2_speedup == b.l2_speedup && a.serial_memory == b.serial_memory && a.split_kv == b.split_kv;
+  };
   auto loss_of = [&](const GpuKernelFit& f) {
-    double loss = 0;
-    for (const auto& [r, weight] : train) {
-      GpuKernelFit own = f;
-      if (r->split_kv) own.eff.split_kv = *r->split_kv;
-      loss += weight * log_error_sq(Seconds{model_time(*r, own)}, Seconds{r->measured_s});
+    if (!same_shape(f.eff, cached_for)) {
+      for (std::size_t i = 0; i < train.size(); ++i) {
+        KernelEfficiency own = f.eff;
+        if (train[i].first->split_kv) own.split_kv = *train[i].first->split_kv;
+        parts[i] = row_parts(*train[i].first, own);
+      }
+      cached_for = f.eff;
     }
+    double loss = 0;
+    for (std::size_t i = 0; i < train.size(); ++i)
+      loss += train[i].second * log_error_sq(Seconds{parts_time(parts[i], f.eff)}, Seconds{train[i].first->measured_s});
     return loss;
   };
   // Rows whose GPUs' kernels are known are timed with them; the fit then carries the kernel most of
@@ -181,54 +224,77 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
     }
   const bool both = own_fp8 || own_tensor || own_cache;
   const std::vector<double> l2s = in_l2 && beyond_l2 ? geometric_axis(1, 4, 8) : std::vector<double>{1};
-  // Latent decode kernels either split a sequence's keys over CTAs or not: both are fitted and the
-  // one that explains the rows better is kept.
+  // Latent decode kernels either split a sequence's keys over CTAs or not; the attention families'
+  // ops run their memory pass with their compute kernel or apart from it (TensorRT-LLM's
+  // preprocessing kernel): each is fitted and the one that explains the rows better is kept.
   std::optional<GpuKernelFit> best;
   double best_loss = INFINITY;
-  const std::vector<bool> modes = rows_decide ? std::vector<bool>{split_weight >= known / 2} : kernel == kDecode ? std::vector<bool>{true, false}
-                                                                                                          : std::vector<bool>{true};
-  for (const bool split : modes) {
-    std::optional<double> eta_fp8, eta_tensor;
-    std::optional<Seconds> fixed_cache, seq_cache;
-    GpuKernelFit f;
-    for (int round = 0; round < (both ? 2 : 1); ++round) {
-      auto model = [&](const std::vector<double>& p) {
-        return GpuKernelFit{.kernel = kernel,
-                            .eff = KernelEfficiency{.fixed = Seconds{p[0]}, .per_sequence = Seconds{p[1]}, .eta_compute = p[2], .eta_compute_fp8 = eta_fp8,
-                                                    .eta_compute_fp8_tensor = eta_tensor, .fixed_fp8_cache = fixed_cache,
-                                                    .per_sequence_fp8_cache = seq_cache, .eta_memory = p[3], .memory_reach = p[4], .l2_speedup = p[5], .split_kv = split,
-                                                    .rows = static_cast<std::int64_t>(train.size())}};
-      };
-      f = model(grid_fit({t0s, tseqs, etas, etas, reaches, l2s}, [&](const std::vector<double>& p) { return loss_of(model(p)); }, 2));
-      if (!both) break;
-      // One fp8 efficiency alone, the others held (in the first round the per-tensor rows still take
-      // the block-scaled one, so both move them until the per-tensor one is fitted).
-      auto fit_alone = [&](std::optional<double> KernelEfficiency::*eta) {
-        const std::vector<double> e = grid_fit({geometric_axis(0.05, 1, 60)}, [&](const std::vector<double>& p) {
-          GpuKernelFit g = f;
-          g.eff.*eta = p[0];
-          return loss_of(g);
-        }, 2);
-        f.eff.*eta = e[0];
-        return e[0];
-      };
-      if (own_fp8) eta_fp8 = fit_alone(&KernelEfficiency::eta_compute_fp8);
-      if (own_tensor) eta_tensor = fit_alone(&KernelEfficiency::eta_compute_fp8_tensor);
-      if (own_cache) {
-        const std::vector<double> c = grid_fit({t0s, tseqs}, [&](const std::vector<double>& p) {
-          GpuKernelFit g = f;
-          g.eff.fixed_fp8_cache = Seconds{p[0]};
-          g.eff.per_sequence_fp8_cache = Seconds{p[1]};
-          return loss_of(g);
-        }, 2);
-        fixed_cache = f.eff.fixed_fp8_cache = Seconds{c[0]};
-        seq_cache = f.eff.per_sequence_fp8_cache = Seconds{c[1]};
+  const std::vector<bool> splits = rows_decide ? std::vector<bool>{split_weight >= known / 2} : kernel == kDecode ? std::vector<bool>{true, false}
+                                                                                                           : std::vector<bool>{true};
+  const bool attention = kernel == kDecode || kernel == kPrefill || kernel == kAttention || kernel == kAttentionDecode;
+  const std::vector<bool> serials = attention ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  for (const bool split : splits)
+    for (const bool serial : serials) {
+      std::optional<double> eta_fp8, eta_tensor;
+      std::optional<Seconds> fixed_cache, seq_cache;
+      GpuKernelFit f;
+      Seconds cta{0};
+      for (int round = 0; round < (both ? 2 : 1); ++round) {
+        // The efficiencies on the outer axes, the linear costs on the inner ones (row_parts); the cost
+        // per CTA held.
+        auto model = [&](const std::vector<double>& p) {
+          return GpuKernelFit{.kernel = kernel,
+                              .eff = KernelEfficiency{.fixed = Seconds{p[4]}, .per_sequence = Seconds{p[5]}, .eta_compute = p[0], .eta_compute_fp8 = eta_fp8,
+                                                      .eta_compute_fp8_tensor = eta_tensor, .fixed_fp8_cache = fixed_cache,
+                                                      .per_sequence_fp8_cache = seq_cache, .per_cta = cta, .serial_memory = serial, .eta_memory = p[1],
+                                                      .memory_reach = p[2], .l2_speedup = p[3], .split_kv = split,
+                                                      .rows = static_cast<std::int64_t>(train.size())}};
+        };
+        auto efficiencies = [&] { f = model(grid_fit({etas, etas, reaches, l2s, t0s, tseqs}, [&](const std::vector<double>& p) { return loss_of(model(p)); }, 2)); };
+        efficiencies();
+        // The cost per CTA with the other two costs and η_c, which it trades against (both slow the
+        // short prompts' many small CTAs), the memory terms held; then the efficiencies again: twice
+        // (a seventh axis in the search would multiply its refinement rounds tenfold).
+        for (int pass = 0; tctas.size() > 1 && pass < 2; ++pass) {
+          const std::vector<double> c = grid_fit({etas, t0s, tseqs, tctas}, [&](const std::vector<double>& p) {
+            GpuKernelFit g = f;
+            g.eff.eta_compute = p[0];
+            g.eff.fixed = Seconds{p[1]};
+            g.eff.per_sequence = Seconds{p[2]};
+            g.eff.per_cta = Seconds{p[3]};
+            return loss_of(g);
+          }, 2);
+          cta = Seconds{c[3]};
+          efficiencies();
+        }
+        if (!both) break;
+        // One fp8 efficiency alone, the others held (in the first round the per-tensor rows still take
+        // the block-scaled one, so both move them until the per-tensor one is fitted).
+        auto fit_alone = [&](std::optional<double> KernelEfficiency::*eta) {
+          const std::vector<double> e = grid_fit({geometric_axis(0.05, 1, 60)}, [&](const std::vector<double>& p) {
+            GpuKernelFit g = f;
+            g.eff.*eta = p[0];
+            return loss_of(g);
+          }, 2);
+          f.eff.*eta = e[0];
+          return e[0];
+        };
+        if (own_fp8) eta_fp8 = fit_alone(&KernelEfficiency::eta_compute_fp8);
+        if (own_tensor) eta_tensor = fit_alone(&KernelEfficiency::eta_compute_fp8_tensor);
+        if (own_cache) {
+          const std::vector<double> c = grid_fit({t0s, tseqs}, [&](const std::vector<double>& p) {
+            GpuKernelFit g = f;
+            g.eff.fixed_fp8_cache = Seconds{p[0]};
+            g.eff.per_sequence_fp8_cache = Seconds{p[1]};
+            return loss_of(g);
+          }, 2);
+          fixed_cache = f.eff.fixed_fp8_cache = Seconds{c[0]};
+          seq_cache = f.eff.per_sequence_fp8_cache = Seconds{c[1]};
+        }
       }
-
+      const double l = loss_of(f);
+      if (l < best_loss) best_loss = l, best = f;
     }
-    const double l = loss_of(f);
-    if (l < best_loss) best_loss = l, best = f;
-  }
   return *best;
 }
 
@@ -555,6 +621,7 @@ Table fit_table(const std::string& title, const std::vector<std::pair<std::strin
             {"eta_compute", "η compute", Unit::fraction}, {"eta_compute_fp8", "η compute fp8", Unit::fraction},
             {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
             {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"l2_speedup", "L2 speed-up", Unit::decimal},
+            {"t_cta_s", "per CTA the busiest SM runs", Unit::seconds}, {"memory_pass", "memory pass", Unit::text},
             {"split_kv", "split-KV", Unit::text}, {"train_rows", "rows", Unit::count}},
            .rows = {}};
   for (const auto& [on, f] : fits)
@@ -562,7 +629,8 @@ Table fit_table(const std::string& title, const std::vector<std::pair<std::strin
                        f.eff.fixed_fp8_cache ? Value{f.eff.fixed_fp8_cache->value} : Value{},
                        f.eff.per_sequence_fp8_cache ? Value{f.eff.per_sequence_fp8_cache->value} : Value{}, f.eff.eta_compute, f.eff.eta_compute_fp8 ? Value{*f.eff.eta_compute_fp8} : Value{},
                        f.eff.eta_compute_fp8_tensor ? Value{*f.eff.eta_compute_fp8_tensor} : Value{}, f.eff.eta_memory, f.eff.memory_reach,
-                       f.eff.l2_speedup, std::string(f.kernel != kDecode ? "-" : f.eff.split_kv ? "yes" : "no"), f.eff.rows});
+                       f.eff.l2_speedup, f.eff.per_cta.value, std::string(f.eff.serial_memory ? "apart" : "overlapped"),
+                       std::string(f.kernel != kDecode ? "-" : f.eff.split_kv ? "yes" : "no"), f.eff.rows});
   return ft;
 }
 
@@ -579,6 +647,8 @@ nlohmann::ordered_json fit_json(const GpuKernelFit& f) {
   j["eta_memory"] = f.eff.eta_memory;
   j["memory_reach"] = f.eff.memory_reach;
   if (f.eff.l2_speedup != 1) j["l2_speedup"] = f.eff.l2_speedup;
+  if (f.eff.per_cta.value != 0) j["t_cta_s"] = f.eff.per_cta.value;
+  if (f.eff.serial_memory) j["serial_memory"] = true;
   if (f.kernel == kDecode) j["split_kv"] = f.eff.split_kv;
   j["rows"] = f.eff.rows;
   return j;

@@ -240,8 +240,11 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
     t.memory = Seconds{op.bytes().value / (bandwidth.value * k.eta_memory * t.memory_waves * (t.l2_resident ? k.l2_speedup : 1))};
   }
   const std::optional<LatentPartition> part = latent_partition(tl, sms, k.split_kv);
-  const double sequences = part ? part->pieces : launch.sequences;
-  t.fixed = Seconds{tl.kernel_launches() * (costs.fixed.value + sequences * costs.per_sequence.value)};
+  t.serial = k.serial_memory;
+  t.launches = tl.kernel_launches();
+  t.sequences = part ? part->pieces : launch.sequences;
+  t.cta_waves = ctas > 0 && sms > 0 ? std::ceil(ctas / sms) : 0;
+  t.fixed = Seconds{t.launches * (costs.fixed.value + t.sequences * costs.per_sequence.value + t.cta_waves * k.per_cta.value)};
   return t;
 }
 

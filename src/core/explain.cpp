@@ -434,11 +434,12 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const double eta_c = eta_compute_for(k, takes_fp8_efficiency(op, rf), op.fp8_per_tensor);
     const LaunchShape launch = launch_shape(tl, rf.sms);
     const std::optional<LatentPartition> part = latent_partition(tl, rf.sms, k.split_kv);
-    double sequences = launch.sequences;
+    // The counts the fixed term was paid for, as calibrated_time counted them.
+    const CalibratedTime counted = calibrated_time(op, k, peak, rf.bandwidth, rf.sms, takes_fp8_efficiency(op, rf), Bytes{0});
+    const double sequences = counted.sequences;
     std::string partition;  // how the sequences a latent split launch pays t_seq for were counted
     if (part) {
       const LatentPartition& lp = *part;
-      sequences = lp.pieces;
       partition = lp.parts > 0 ? cat(", t_seq per sequence the fullest of FlashMLA's ", num(lp.parts), " SM parts starts (a payload of ", num(lp.payload),
                                      " blocks: 64 keys each, ", num(kLatentOverheadBlocks), " of overhead per sequence counted)")
                                : cat(", t_seq per sequence and 64-row query tile the busiest SM starts: ⌈", num(lp.ctas), " / ", num(rf.sms), "⌉",
@@ -449,30 +450,44 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const double wm = memory_wave_efficiency(ctas, rf.sms, k.memory_reach);
     const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
     const double bytes = unsplit ? tl.unsplit_bytes : op.bytes().value;
-    std::string cta, cta_formula;
+    // The compute and memory terms, each with its longest-CTA bound where it has one: their max, or
+    // (serial_memory) the max of each, added.
+    std::vector<std::string> cf{cat("F", tl.padded_flops > 0 ? " (padded tiles)" : "", " / (", at_fp8 ? "peak_fp8" : "peak", " · η_c · w)")};
+    std::vector<std::string> cv{cat(num(flops), " / (", si(peak.value, "FLOP/s"), " · ", plain(eta_c), " · ", plain(w), ")")};
+    std::vector<std::string> mf{cat("B", unsplit ? " (every head tile's cache read, no split-KV)" : "", " / (bandwidth · η_m · w_m)")};
+    std::vector<std::string> mv{cat(num(bytes), " / (", si(rf.bandwidth.value, "B/s"), " · ", plain(k.eta_memory), " · ", plain(wm), ")")};
     if (tl.longest_cta_flops > 0 && rf.sms > 0) {
-      cta = cat(", F_cta / (", at_fp8 ? "peak_fp8" : "peak", " / SMs · η_c) = ", num(tl.longest_cta_flops), " / (", si(peak.value, "FLOP/s"), " / ",
-                num(rf.sms), " · ", plain(eta_c), ")");
-      cta_formula = ", F_cta / (peak / SMs · η_c)";
+      cf.push_back(cat("F_cta / (", at_fp8 ? "peak_fp8" : "peak", " / SMs · η_c)"));
+      cv.push_back(cat(num(tl.longest_cta_flops), " / (", si(peak.value, "FLOP/s"), " / ", num(rf.sms), " · ", plain(eta_c), ")"));
     }
     if (unsplit && rf.sms > 0) {
-      cta += cat(", B_cta / (min(1, reach / SMs) · bandwidth · η_m) = ", num(tl.unsplit_longest_bytes), " / (min(1, ", plain(k.memory_reach), " / ", num(rf.sms),
-                 ") · ", si(rf.bandwidth.value, "B/s"), " · ", plain(k.eta_memory), ")");
-      cta_formula += ", B_cta / (min(1, reach / SMs) · bandwidth · η_m)";
+      mf.push_back("B_cta / (min(1, reach / SMs) · bandwidth · η_m)");
+      mv.push_back(cat(num(tl.unsplit_longest_bytes), " / (min(1, ", plain(k.memory_reach), " / ", num(rf.sms), ") · ", si(rf.bandwidth.value, "B/s"), " · ",
+                       plain(k.eta_memory), ")"));
     }
+    auto joined = [](const std::vector<std::string>& a, const std::vector<std::string>& b) {
+      std::string s;
+      for (const auto* v : {&a, &b})
+        for (const std::string& x : *v) s = cat(s, s.empty() ? "" : ", ", x);
+      return s;
+    };
+    auto bound = [&](const std::vector<std::string>& a) { return a.size() > 1 ? cat("max(", joined(a, {}), ")") : a.front(); };
+    const std::string terms_f = k.serial_memory ? cat(bound(cf), " + ", bound(mf)) : cat("max(", joined(cf, mf), ")");
+    const std::string terms_v = k.serial_memory ? cat(bound(cv), " + ", bound(mv)) : cat("max(", joined(cv, mv), ")");
+    const bool per_cta = k.per_cta.value > 0;
     return real_step(quantity,
-                     cat("launches · (t_fixed + sequences · t_seq) + max(F", tl.padded_flops > 0 ? " (padded tiles)" : "", " / (", at_fp8 ? "peak_fp8" : "peak",
-                         " · η_c · w), B", unsplit ? " (every head tile's cache read, no split-KV)" : "", " / (bandwidth · η_m · w_m)", cta_formula,
-                         "), w = CTAs / (⌈CTAs / SMs⌉ · SMs), w_m = CTAs / (⌊CTAs / SMs⌋ · SMs + max(r, SMs / reach)) (1 for whole waves); ", to_string(fam),
+                     cat("launches · (t_fixed + sequences · t_seq", per_cta ? " + ⌈CTAs / SMs⌉ · t_cta" : "", ") + ", terms_f,
+                         k.serial_memory ? " (the memory pass apart from the compute kernel)" : "",
+                         ", w = CTAs / (⌈CTAs / SMs⌉ · SMs), w_m = CTAs / (⌊CTAs / SMs⌋ · SMs + max(r, SMs / reach)) (1 for whole waves); ", to_string(fam),
                          " family", tensor_eta ? ", per-tensor fp8 η_c" : fp8_eta ? ", fp8 η_c" : "", costs.fp8_cache ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
                          launch.mmha         ? ", MMHA (no XQA kernel for this head group, or too few blocks): t_seq per block, one per query head and sequence"
                          : tl.decode_kernel ? ", XQA: t_seq per block, one per KV head and sequence"
                                             : partition),
-                     cat(num(std::max(1.0, tl.launches)), " · (", secs(costs.fixed.value), " + ", num(sequences), " · ", secs(costs.per_sequence.value), ") + max(",
-                         num(flops), " / (", si(peak.value, "FLOP/s"), " · ", plain(eta_c), " · ", plain(w), "), ", num(bytes), " / (",
-                         si(rf.bandwidth.value, "B/s"), " · ", plain(k.eta_memory), " · ", plain(wm), ")", cta, "); w = ", num(ctas), " / (⌈",
+                     cat(num(counted.launches), " · (", secs(costs.fixed.value), " + ", num(sequences), " · ", secs(costs.per_sequence.value),
+                         per_cta ? cat(" + ", num(counted.cta_waves), " · ", secs(k.per_cta.value)) : std::string(), ") + ", terms_v, "; w = ", num(ctas), " / (⌈",
                          num(ctas), " / ", num(rf.sms), "⌉ · ", num(rf.sms), "), w_m = ", plain(wm), " (reach ", plain(k.memory_reach), ")"),
-                     cat(secs(t.time.value), " = ", secs(t.fixed.value), " + ", secs(std::max(t.compute, t.memory).value),
+                     cat(secs(t.time.value), " = ", secs(t.fixed.value), " + ",
+                         t.serial ? cat(secs(t.compute.value), " + ", secs(t.memory.value)) : secs(std::max(t.compute, t.memory).value),
                          t.compute_bound ? " (compute-bound)" : " (memory-bound)"),
                      t.time.value, "s");
   }

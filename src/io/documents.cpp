@@ -52,7 +52,8 @@ void add_roofline_fields(Document& doc, const RooflineUsed& r) {
   doc.fields.push_back({"ridge_flop_per_byte", "ridge point", r.rf.ridge(), Unit::flop_per_byte});
 }
 
-// The calibrated families' parameters a document's times used (nothing at speed of light).
+// The calibrated families' parameters a document's times used (nothing at speed of light). Not the
+// L2 speed-up: a step's ops are priced from DRAM (op_time), so no time here used it.
 void add_efficiency_table(Document& doc, const Roofline& rf) {
   if (!rf.calibrated()) return;
   Table t{.name = "efficiency", .title = "Calibrated kernel families (other ops at speed of light): " + rf.eta_source,
@@ -61,8 +62,8 @@ void add_efficiency_table(Document& doc, const Roofline& rf) {
                       {"per_sequence_fp8_cache_s", "per sequence or block, fp8 cache", Unit::seconds}, {"eta_compute", "η compute", Unit::fraction},
                       {"eta_compute_fp8", "η compute fp8", Unit::fraction}, {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction},
                       {"eta_memory", "η memory", Unit::fraction},
-                      {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"l2_speedup", "L2 speed-up", Unit::decimal},
-                      {"split_kv", "split-KV", Unit::text}, {"rows", "rows fitted", Unit::count}},
+                      {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"per_cta_s", "per CTA the busiest SM runs", Unit::seconds},
+                      {"memory_pass", "memory pass", Unit::text}, {"split_kv", "split-KV", Unit::text}, {"rows", "rows fitted", Unit::count}},
           .rows = {}};
   for (int i = 0; i < kKernelFamilyCount; ++i)
     if (const auto& k = rf.kernels[static_cast<std::size_t>(i)]) {
@@ -71,7 +72,7 @@ void add_efficiency_table(Document& doc, const Roofline& rf) {
                         k->fixed_fp8_cache ? Value{k->fixed_fp8_cache->value} : Value{},
                         k->per_sequence_fp8_cache ? Value{k->per_sequence_fp8_cache->value} : Value{}, k->eta_compute,
                         k->eta_compute_fp8 ? Value{*k->eta_compute_fp8} : Value{}, k->eta_compute_fp8_tensor ? Value{*k->eta_compute_fp8_tensor} : Value{},
-                        k->eta_memory, k->memory_reach, k->l2_speedup,
+                        k->eta_memory, k->memory_reach, k->per_cta.value, std::string(k->serial_memory ? "apart" : "overlapped"),
                         std::string(!is_latent_attention(f) ? "-" : k->split_kv ? "yes" : "no"), k->rows});
     }
   doc.tables.push_back(std::move(t));

@@ -94,7 +94,7 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
     const std::string prefix = "kernels." + name;
     only_keys(k, where, prefix,
               {"fixed_s", "per_sequence_s", "fixed_fp8_cache_s", "per_sequence_fp8_cache_s", "eta_compute", "eta_compute_fp8", "eta_compute_fp8_tensor",
-               "eta_memory", "memory_reach", "l2_speedup", "split_kv", "rows"});
+               "eta_memory", "memory_reach", "l2_speedup", "per_cta_s", "serial_memory", "split_kv", "rows"});
     for (const char* key : {"fixed_s", "per_sequence_s", "eta_compute", "eta_memory", "rows"})
       if (!k.contains(key)) fail_key(where, prefix + "." + key, "(absent)", "required for every kernel family");
     KernelEfficiency e;
@@ -121,6 +121,13 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
     if (k.contains("memory_reach")) e.memory_reach = number(k["memory_reach"], where, prefix + ".memory_reach", 1, 1e4, false);
     // Optional: 1 (no L2 term) for the families whose rows show none.
     if (k.contains("l2_speedup")) e.l2_speedup = number(k["l2_speedup"], where, prefix + ".l2_speedup", 1, 16, false);
+    // Optional: 0 (no cost per CTA) and false (compute and memory overlap) for the families that do not
+    // fit them.
+    if (k.contains("per_cta_s")) e.per_cta = Seconds{number(k["per_cta_s"], where, prefix + ".per_cta_s", 0, 1, false)};
+    if (k.contains("serial_memory")) {
+      if (!k["serial_memory"].is_boolean()) fail_key(where, prefix + ".serial_memory", show_json(k["serial_memory"]), "expected true or false");
+      e.serial_memory = k["serial_memory"].get<bool>();
+    }
     e.rows = count(k["rows"], where, prefix + ".rows");
     if (k.contains("split_kv")) {
       if (!k["split_kv"].is_boolean()) fail_key(where, prefix + ".split_kv", show_json(k["split_kv"]), "expected true or false");
@@ -139,7 +146,7 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
   if (!p.gpu.empty()) j["gpu"] = p.gpu;
   j["written_by"] = p.written_by;
   j["transfer_rule"] =
-      "t = launches·(fixed_s + sequences·per_sequence_s) (GQA decode over an fp8 KV cache on a Hopper GPU, TensorRT-LLM's QGMMA and fp8-cache MMHA kernels: fixed_fp8_cache_s and per_sequence_fp8_cache_s where given) + max(F / (peak·eta_compute·w) (fp8 kernels: the fp8 peak·eta_compute_fp8 where given, per-tensor-scaled fp8 GEMMs eta_compute_fp8_tensor where given), B / (bandwidth·eta_memory·w_m) (·l2_speedup where B fits the GPU's L2 in a table timed over one tensor again and again; a step's ops stream from DRAM), F_cta / (peak/SMs·eta_compute)), "
+      "t = launches·(fixed_s + sequences·per_sequence_s + ceil(CTAs / SMs)·per_cta_s) (GQA decode over an fp8 KV cache on a Hopper GPU, TensorRT-LLM's QGMMA and fp8-cache MMHA kernels: fixed_fp8_cache_s and per_sequence_fp8_cache_s where given) + max(F / (peak·eta_compute·w) (fp8 kernels: the fp8 peak·eta_compute_fp8 where given, per-tensor-scaled fp8 GEMMs eta_compute_fp8_tensor where given), B / (bandwidth·eta_memory·w_m) (·l2_speedup where B fits the GPU's L2 in a table timed over one tensor again and again; a step's ops stream from DRAM), F_cta / (peak/SMs·eta_compute)) (serial_memory true: the F and B terms add, the op's memory pass apart from its compute kernel), "
       "w = CTAs / (ceil(CTAs / SMs)·SMs), w_m = CTAs / (floor(CTAs / SMs)·SMs + max(r, SMs / memory_reach)) with r the last wave's CTAs (1 for whole waves); "
       "latent attention: sequences = those the busiest SM starts, with split_kv true FlashMLA's partition (the SMs cut into floor(SMs / 64-row query tiles) parts, a sequence's 64-key blocks plus 5 dealt over them), "
       "with split_kv false ceil(CTAs / SMs), one CTA per sequence and 64-head tile walking all its keys, "
@@ -170,6 +177,8 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
       e["eta_memory"] = k->eta_memory;
       e["memory_reach"] = k->memory_reach;
       if (k->l2_speedup != 1) e["l2_speedup"] = k->l2_speedup;
+      if (k->per_cta.value != 0) e["per_cta_s"] = k->per_cta.value;
+      if (k->serial_memory) e["serial_memory"] = true;
       // Written for the latent attention families, where it changes the time.
       if (is_latent_attention(static_cast<KernelFamily>(i))) e["split_kv"] = k->split_kv;
       e["rows"] = k->rows;

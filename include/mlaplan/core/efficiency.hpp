@@ -2,8 +2,10 @@
 // Calibrated kernel time (issue 10): per kernel family, a fixed latency per launch, a cost per
 // sequence the kernel walks, and efficiencies of compute and memory reached in a full wave:
 //
-//   t = launches·(t_fixed + sequences·t_seq) + max(F / (peak·η_c·w), B / (bandwidth·η_m·w_m), F_cta / (peak/SMs·η_c))
+//   t = launches·(t_fixed + sequences·t_seq + ⌈CTAs / SMs⌉·t_cta) + max(F / (peak·η_c·w), B / (bandwidth·η_m·w_m), F_cta / (peak/SMs·η_c))
 //
+// (a family whose op runs its memory-bound pass apart from its compute kernel, serial_memory: the
+// sum of the two terms instead of their max),
 // w = CTAs / (⌈CTAs / SMs⌉·SMs) is the wave efficiency of the op's launch on the GPU (a last wave
 // that leaves SMs idle; a GEMM with fewer tiles than SMs splits its reduction to fill them), F counts the FLOPs of padded tiles (64-head tiles of the latent decode
 // kernel), and F_cta is the op's longest CTA (a causal prefill's last query tile): no launch ends
@@ -71,6 +73,21 @@ struct KernelEfficiency {
   // absent: fixed and per_sequence.
   std::optional<Seconds> fixed_fp8_cache;
   std::optional<Seconds> per_sequence_fp8_cache;
+  // Per CTA the busiest SM runs, ⌈CTAs / SMs⌉ per launch: what a thread block costs beyond its share
+  // of the FLOPs and bytes (loading its query tile, the softmax's final rescale, storing its output).
+  // Fitted for the flash-attention prefill families, whose tables show it: the fraction of the peak a
+  // causal prefill reaches grows with the prompt at a fixed count of CTAs per key (TensorRT-LLM's
+  // context MLA on H100 at 128 heads, bf16: 31% of the dense peak at 1,024 tokens, 55% at 4,096).
+  Seconds per_cta{0};
+  // Whether the op's bytes move in a pass of their own before its compute kernel, so that the two
+  // terms add instead of overlapping: TensorRT-LLM's attention op launches its preprocessing kernel
+  // (RoPE, the Q/K/V assignment and fp8 quantisation, the cache write) before the attention kernel
+  // (cpp/tensorrt_llm/common/attentionOp.cpp@00dbe288: enqueueContext's invokeMLARopeContext :1537 or
+  // invokeQKVPreprocessing :1541, then mFmhaDispatcher->run :1618; mlaGeneration's
+  // invokeMLARopeGeneration :932, then FlashMLA :1131), while its GQA decode (XQA, MMHA) does the
+  // RoPE and cache write in the attention kernel itself. Fitted: the better of the two on the rows,
+  // for the attention families.
+  bool serial_memory = false;
   double eta_memory = 1;    // of the memory bandwidth, in a full wave
   // The bandwidth one CTA streams, in multiples of its SM's share (bandwidth/SMs), ≥ 1: how far a
   // launch of fewer CTAs than SMs still reaches the full wave's bandwidth (memory_wave_efficiency).
@@ -201,13 +218,17 @@ std::optional<LatentPartition> latent_partition(const Tiling& t, double sms, boo
 // what one CTA streams, B_cta / (min(1, reach/SMs)·bandwidth·η_m). A latent attention op pays t_seq
 // for the sequences the busiest SM starts (latent_partition), not for the batch's.
 struct CalibratedTime {
-  Seconds fixed{0};    // launches·(t_fixed + sequences·t_seq)
+  Seconds fixed{0};    // launches·(t_fixed + sequences·t_seq + cta_waves·t_cta)
   Seconds compute{0};  // F / (peak·η_c·w), or the longest CTA where that is longer
   Seconds memory{0};   // B / (bandwidth·η_m·w_m), over l2_speedup where B fits the L2
   double waves = 1;    // w
   double memory_waves = 1;  // w_m
   bool l2_resident = false;  // the op's bytes fit the L2 and the family has an L2 speed-up
-  Seconds time() const { return fixed + (compute > memory ? compute : memory); }
+  bool serial = false;        // the family's serial_memory: compute and memory add
+  // What the fixed term counts (the fits solve its costs from these): the launches, the sequences
+  // (or blocks, or pieces) each pays t_seq for, and the CTAs the busiest SM runs in each, ⌈CTAs / SMs⌉.
+  double launches = 1, sequences = 0, cta_waves = 0;
+  Seconds time() const { return fixed + (serial ? compute + memory : compute > memory ? compute : memory); }
 };
 // Whether an op streams its bytes from the L2 at the family's l2_speedup: the family has one, the GPU's
 // L2 is known (l2 > 0), and the op's bytes fit it. Unsplit latent launches never do (each CTA rereads
