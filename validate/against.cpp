@@ -255,7 +255,12 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
         // The cost per CTA with the other two costs and η_c, which it trades against (both slow the
         // short prompts' many small CTAs), the memory terms held; then the efficiencies again: twice
         // (a seventh axis in the search would multiply its refinement rounds tenfold).
+        // A pass that explains the rows worse than before it (its grid need not hold the values the
+        // last search refined) is undone: the cost per CTA never leaves a worse fit than none.
         for (int pass = 0; tctas.size() > 1 && pass < 2; ++pass) {
+          const GpuKernelFit before = f;
+          const Seconds before_cta = cta;
+          const double before_loss = loss_of(f);
           const std::vector<double> c = grid_fit({etas, t0s, tseqs, tctas}, [&](const std::vector<double>& p) {
             GpuKernelFit g = f;
             g.eff.eta_compute = p[0];
@@ -266,6 +271,10 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
           }, 2);
           cta = Seconds{c[3]};
           efficiencies();
+          if (loss_of(f) > before_loss) {
+            f = before, cta = before_cta;
+            break;
+          }
         }
         if (!both) break;
         // One fp8 efficiency alone, the others held (in the first round the per-tensor rows still take
