@@ -116,8 +116,13 @@ struct RowParts {
   bool own = true;   // the row pays the searched t_fixed and t_seq (not the fp8-cache pair)
   double rest = 0;   // max (or sum) of the compute and memory terms, plus the row's other time
 };
-RowParts row_parts(const Row& r, KernelEfficiency k) {
+// A family's parameters without the linear costs: what a row's parts depend on.
+KernelEfficiency without_linear_costs(KernelEfficiency k) {
   k.fixed = k.per_sequence = k.per_cta = Seconds{0};
+  return k;
+}
+RowParts row_parts(const Row& r, const KernelEfficiency& with_costs) {
+  const KernelEfficiency k = without_linear_costs(with_costs);
   const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
   const CalibratedTime t = calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache);
   return RowParts{.launches = t.launches, .sequences = t.sequences, .cta_waves = t.cta_waves, .held = t.fixed.value,
@@ -146,8 +151,8 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   for (const auto& [r, w] : train) batches = batches || r->batch != train.front().first->batch;
   // Five parameters are searched at once (the bandwidth one CTA streams trades against the fixed
   // cost and η_m at small launches, so fitting it alone after the others stalls), six for elementwise
-  // rows on both sides of their L2 (l2s below), seven for the flash prefill kernels' cost per CTA: a
-  // coarse grid, then the refinement rounds between each best value's neighbours.
+  // rows on both sides of their L2 (l2s below): a coarse grid, then the refinement rounds between each
+  // best value's neighbours.
   std::vector<double> t0s = geometric_axis(1e-7, 1e-3, batches ? 16 : 24);  // 0, then 0.18 (0.15) µs .. 1 ms
   t0s[0] = 0;
   std::vector<double> tseqs{0};
@@ -168,23 +173,18 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   const std::vector<double> etas = geometric_axis(0.05, 1, batches ? 12 : 16);
   // 1 (each CTA its SM's share) to 256 SMs' shares, ties to the smallest.
   const std::vector<double> reaches = geometric_axis(1, 256, 8);
-  // Each row's parts under the last efficiencies asked for (every parameter but the linear costs).
-  KernelEfficiency cached_for;
-  cached_for.eta_compute = -1;  // no parts yet
+  // Each row's parts under the last parameters asked for, the linear costs aside.
+  std::optional<KernelEfficiency> cached_for;
   std::vector<RowParts> parts(train.size());
-  auto same_shape = [](const KernelEfficiency& a, const KernelEfficiency& b) {
-    return a.eta_compute == b.eta_compute && a.eta_compute_fp8 == b.eta_compute_fp8 && a.eta_compute_fp8_tensor == b.eta_compute_fp8_tensor &&
-           a.fixed_fp8_cache == b.fixed_fp8_cache && a.per_sequence_fp8_cache == b.per_sequence_fp8_cache && a.eta_memory == b.eta_memory &&
-           a.memory_reach == b.memory_reach && a.l2_speedup == b.l2_speedup && a.serial_memory == b.serial_memory && a.split_kv == b.split_kv;
-  };
   auto loss_of = [&](const GpuKernelFit& f) {
-    if (!same_shape(f.eff, cached_for)) {
+    const KernelEfficiency shape = without_linear_costs(f.eff);
+    if (shape != cached_for) {
       for (std::size_t i = 0; i < train.size(); ++i) {
-        KernelEfficiency own = f.eff;
+        KernelEfficiency own = shape;
         if (train[i].first->split_kv) own.split_kv = *train[i].first->split_kv;
         parts[i] = row_parts(*train[i].first, own);
       }
-      cached_for = f.eff;
+      cached_for = shape;
     }
     double loss = 0;
     for (std::size_t i = 0; i < train.size(); ++i)
@@ -259,7 +259,6 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
         // last search refined) is undone: the cost per CTA never leaves a worse fit than none.
         for (int pass = 0; tctas.size() > 1 && pass < 2; ++pass) {
           const GpuKernelFit before = f;
-          const Seconds before_cta = cta;
           const double before_loss = loss_of(f);
           const std::vector<double> c = grid_fit({etas, t0s, tseqs, tctas}, [&](const std::vector<double>& p) {
             GpuKernelFit g = f;
@@ -272,7 +271,7 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
           cta = Seconds{c[3]};
           efficiencies();
           if (loss_of(f) > before_loss) {
-            f = before, cta = before_cta;
+            f = before, cta = f.eff.per_cta;
             break;
           }
         }

@@ -465,15 +465,18 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
       mv.push_back(cat(num(tl.unsplit_longest_bytes), " / (min(1, ", plain(k.memory_reach), " / ", num(rf.sms), ") · ", si(rf.bandwidth.value, "B/s"), " · ",
                        plain(k.eta_memory), ")"));
     }
-    auto joined = [](const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    // max(the terms), or the one term alone.
+    auto bound = [](const std::vector<std::string>& terms) {
       std::string s;
-      for (const auto* v : {&a, &b})
-        for (const std::string& x : *v) s = cat(s, s.empty() ? "" : ", ", x);
-      return s;
+      for (const std::string& x : terms) s = cat(s, s.empty() ? "" : ", ", x);
+      return terms.size() > 1 ? cat("max(", s, ")") : s;
     };
-    auto bound = [&](const std::vector<std::string>& a) { return a.size() > 1 ? cat("max(", joined(a, {}), ")") : a.front(); };
-    const std::string terms_f = k.serial_memory ? cat(bound(cf), " + ", bound(mf)) : cat("max(", joined(cf, mf), ")");
-    const std::string terms_v = k.serial_memory ? cat(bound(cv), " + ", bound(mv)) : cat("max(", joined(cv, mv), ")");
+    auto both = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+      a.insert(a.end(), b.begin(), b.end());
+      return a;
+    };
+    const std::string terms_f = k.serial_memory ? cat(bound(cf), " + ", bound(mf)) : bound(both(cf, mf));
+    const std::string terms_v = k.serial_memory ? cat(bound(cv), " + ", bound(mv)) : bound(both(cv, mv));
     const bool per_cta = k.per_cta.value > 0;
     return real_step(quantity,
                      cat("launches · (t_fixed + sequences · t_seq", per_cta ? " + ⌈CTAs / SMs⌉ · t_cta" : "", ") + ", terms_f,

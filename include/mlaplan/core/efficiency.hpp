@@ -105,6 +105,7 @@ struct KernelEfficiency {
   // of the two on the rows.
   bool split_kv = true;
   std::int64_t rows = 0;    // measurements it was fitted on
+  bool operator==(const KernelEfficiency&) const = default;
 };
 
 // A measurement table a profile was fitted on.
