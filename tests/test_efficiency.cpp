@@ -102,6 +102,25 @@ TEST_CASE("calibrated time: fixed costs plus the slower of compute and memory in
   CHECK(eta_compute_for(k, false, true) == 0.5);
 }
 
+namespace {
+
+// A GQA decode launch of 8 XQA blocks (4 sequences x 2 KV heads, 8 query heads each), each
+// sequence's keys split in 16, and its MMHA fallback of 64 blocks over `mmha_key_tiles` loops.
+Tiling xqa_tiling(double mmha_key_tiles) {
+  Tiling t;
+  t.decode_kernel = true;
+  t.xqa_group = true;
+  t.split_k = 16;
+  t.ctas = 8;
+  t.sequences = 8;
+  t.xqa_gain_blocks = 8 * 32;
+  t.mmha_ctas = 64;
+  t.mmha_key_tiles = mmha_key_tiles;
+  return t;
+}
+
+}  // namespace
+
 TEST_CASE("GQA decode runs TensorRT-LLM's dispatch: XQA's multi-block count, else MMHA", "[efficiency][example]") {
   // XQA's blocks per sequence: one per 128 keys, at most round(sqrt(8 x that)), at least one.
   CHECK(decode_blocks_per_sequence(2) == 1);
@@ -109,16 +128,8 @@ TEST_CASE("GQA decode runs TensorRT-LLM's dispatch: XQA's multi-block count, els
   CHECK(decode_blocks_per_sequence(1024) == 8);     // 8, and round(sqrt(64)) = 8
   CHECK(decode_blocks_per_sequence(4096) == 16);    // 32 cut to round(sqrt(256))
   CHECK(decode_blocks_per_sequence(65536) == 64);   // 512 cut to round(sqrt(4096))
-  Tiling t;
-  t.decode_kernel = true;
-  t.xqa_group = true;
-  t.split_k = 16;
   // 8 blocks (4 sequences x 2 KV heads) x 16 = 128 CTAs, under 8 waves of 132 SMs: all 16 kept.
-  t.ctas = 8;
-  t.sequences = 8;
-  t.xqa_gain_blocks = 8 * 32;
-  t.mmha_ctas = 64;
-  t.mmha_key_tiles = 33;
+  Tiling t = xqa_tiling(33);
   CHECK(launched_ctas(t, 132) == 128);
   // Exactly 8 waves: no cut (66 blocks x 16 = 1,056 = 8 x 132).
   t.ctas = 66;
@@ -204,6 +215,57 @@ TEST_CASE("GQA decode runs TensorRT-LLM's dispatch: XQA's multi-block count, els
   CHECK(launch_shape(t, 132).sequences == 4);
   t.split_k = 64;
   CHECK(launched_ctas(t, 132) == 8 * 17);  // up to ⌈132 / 8⌉ slices
+}
+
+TEST_CASE("MMHA's own cost per block, and a block cost that overlaps the streaming", "[efficiency][example]") {
+  // 4 sequences x 2 KV heads = 8 XQA blocks, each sequence's keys split in 16: 128 CTAs on 132 SMs;
+  // MMHA (16 query heads: 64 blocks) where XQA does not gain.
+  const Tiling t = xqa_tiling(1);
+  Op op;
+  op.id = OpId::attention;
+  op.bytes_read = BytesF{3e6};  // 1 µs at 3 TB/s and η_m 1
+  op.tiling = t;
+  KernelEfficiency k;
+  k.fixed = Seconds{5e-6};
+  k.per_sequence = Seconds{40e-9};
+  k.per_sequence_mmha = Seconds{10e-9};
+  k.eta_memory = 1;
+  k.memory_reach = 2;  // 128 CTAs stream at the full wave's rate (w_m = 1)
+  const auto at = [&](const Op& o) { return calibrated_time(o, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false, Bytes{0}); };
+  // Added: XQA pays 5 µs + 8 x 40 ns + 1 µs; MMHA its own 10 ns per block: 5 µs + 64 x 10 ns + 1 µs.
+  CHECK(at(op).time().value == Approx(5e-6 + 8 * 40e-9 + 1e-6));
+  Op mmha = op;
+  mmha.tiling.xqa_gain_blocks = 8;
+  REQUIRE(launch_shape(mmha.tiling, 132).mmha);
+  CHECK(at(mmha).fixed.value == Approx(5e-6 + 64 * 10e-9));
+  CHECK(launch_costs(k, false, true).mmha);
+  CHECK_FALSE(launch_costs(k, false, false).mmha);
+  // Over an fp8 cache with the family's fp8-cache pair, the pair (MMHA's fp8 instantiation too).
+  k.fixed_fp8_cache = Seconds{2e-6};
+  k.per_sequence_fp8_cache = Seconds{4e-9};
+  mmha.fp8_cache = true;
+  CHECK(at(mmha).fixed.value == Approx(2e-6 + 64 * 4e-9));
+  // In the max: each of the launch's 128 CTAs (its keys' splits included) costs 40 ns, 5.12 µs that
+  // the 1 µs of streaming overlaps: 5 µs + max(1 µs, 128 x 40 ns) = 10.12 µs.
+  k.sequences_overlap = true;
+  const CalibratedTime c = at(op);
+  CHECK(c.sequences == 128);
+  CHECK(c.fixed.value == Approx(5e-6));
+  CHECK(c.blocks.value == Approx(128 * 40e-9));
+  CHECK(c.time().value == Approx(5e-6 + 128 * 40e-9));
+  // ... and where the streaming is longer the blocks hide under it: 30 µs of bytes, 35 µs in all.
+  op.bytes_read = BytesF{90e6};
+  CHECK(at(op).time().value == Approx(5e-6 + 30e-6));
+  // The planner's op time and its terms say the same.
+  EfficiencyProfile prof;
+  prof.name = "test";
+  prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = k;
+  Roofline rf = roofline_for(load_gpu("h100"), DType::bf16, prof);
+  op.id = OpId::attention;
+  const OpTime ot = op_time(op, rf);
+  REQUIRE(ot.calibrated);
+  CHECK(ot.time.value == Approx((ot.fixed + std::max({ot.compute, ot.memory, ot.blocks})).value));
+  CHECK(ot.blocks.value > 0);
 }
 
 TEST_CASE("GQA decode's kernel by head group, on every bundled GQA/MHA model", "[efficiency][property]") {
@@ -765,6 +827,14 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j["kernels"]["absorbed_decode"]["per_cta_s"] = "2e-6";
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.per_cta_s' = \"2e-6\": expected a number in [0, 1]");
   j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["per_sequence_overlapped"] = 1;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.per_sequence_overlapped' = 1: expected true or false");
+  j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["per_sequence_mmha_s"] = -1e-9;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.per_sequence_mmha_s' = -1e-09: expected a number in [0, 1]");
+  j["kernels"]["absorbed_decode"]["per_sequence_mmha_s"] = nullptr;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.per_sequence_mmha_s' = null: expected a number in [0, 1]");
+  j = minimal_profile();
   j["kernels"]["absorbed_decode"]["l2_speedup"] = 0.9;
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.l2_speedup' = 0.9: expected a number in [1, 16]");
   j["kernels"]["absorbed_decode"]["l2_speedup"] = 17;
@@ -798,6 +868,8 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j["kernels"]["absorbed_decode"]["per_sequence_fp8_cache_s"] = 3e-9;
   j["kernels"]["absorbed_decode"]["per_cta_s"] = 2.5e-6;
   j["kernels"]["absorbed_decode"]["serial_memory"] = true;
+  j["kernels"]["absorbed_decode"]["per_sequence_overlapped"] = true;
+  j["kernels"]["absorbed_decode"]["per_sequence_mmha_s"] = 1.25e-8;
   const EfficiencyProfile p = parse_efficiency_profile(j, "p.json");
   const EfficiencyProfile q = parse_efficiency_profile(json::parse(efficiency_profile_json(p).dump()), "p.json");
   CHECK(q.describe() == p.describe());
@@ -812,8 +884,10 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   CHECK(qk.fixed_fp8_cache.value_or(Seconds{0}).value == 2.5e-6);
   CHECK(qk.per_sequence_fp8_cache.value_or(Seconds{0}).value == 3e-9);
   CHECK(qk.per_cta.value == 2.5e-6);
-  const bool q_serial = qk.serial_memory;
+  const bool q_serial = qk.serial_memory, q_overlap = qk.sequences_overlap;
   CHECK(q_serial);
+  CHECK(q_overlap);
+  CHECK(qk.per_sequence_mmha.value_or(Seconds{0}).value == 1.25e-8);
   const EfficiencyProfile d = parse_efficiency_profile(minimal_profile(), "p.json");
   const KernelEfficiency& dk = *d.kernel(KernelFamily::absorbed_decode);
   const bool d_split = dk.split_kv, d_fp8 = dk.eta_compute_fp8.has_value(), d_tensor = dk.eta_compute_fp8_tensor.has_value();
@@ -821,8 +895,10 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   CHECK(dk.memory_reach == 1);  // absent: one SM's share per CTA
   CHECK(dk.l2_speedup == 1);    // absent: no L2 term
   CHECK(dk.per_cta.value == 0);  // absent: no cost per CTA
-  const bool d_serial = dk.serial_memory;
+  const bool d_serial = dk.serial_memory, d_overlap = dk.sequences_overlap, d_mmha = dk.per_sequence_mmha.has_value();
   CHECK(!d_serial);              // absent: compute and memory overlap
+  CHECK(!d_overlap);             // absent: the cost per sequence is added
+  CHECK(!d_mmha);                // absent: MMHA's blocks cost per_sequence_s
   CHECK(!d_fp8);
   CHECK(!d_tensor);
   const bool d_cache = dk.fixed_fp8_cache.has_value() || dk.per_sequence_fp8_cache.has_value();

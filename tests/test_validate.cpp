@@ -610,6 +610,23 @@ TEST_CASE("Against: bf16, block-scaled and per-tensor fp8 GEMMs get their own ef
   CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit
 }
 
+namespace {
+
+// A one-layer GQA (MHA where the heads equal the KV heads) model of head size 128, for decode rows.
+ModelSpec gqa_rows_model(int heads, int kv_heads) {
+  ModelSpec m;
+  m.name = "rows";
+  m.attention = heads == kv_heads ? AttentionKind::mha : AttentionKind::gqa;
+  m.heads = heads;
+  m.kv_heads = kv_heads;
+  m.head_dim = 128;
+  m.hidden = heads * 128;
+  m.layers.resize(1);
+  return m;
+}
+
+}  // namespace
+
 TEST_CASE("Against: decode rows over an fp8 cache get their own fixed and per-block costs", "[validate]") {
   // GQA decode rows on an H100 timed by the model itself: over a bf16 cache 7 µs + 15 ns per block of
   // the grid, over an fp8 cache (another kernel: XQA's QGMMA) 5 µs + 5 ns; η_m 0.85 for both. The
@@ -623,14 +640,7 @@ TEST_CASE("Against: decode rows over an fp8 cache get their own fixed and per-bl
     for (int b : {1, 4, 16, 64, 256})
       for (int len : {64, 512, 2048, 8192, 32768})
         for (auto [heads, kv_heads] : {std::pair{32, 8}, std::pair{64, 8}, std::pair{32, 32}}) {
-          ModelSpec m;
-          m.name = "rows";
-          m.attention = heads == kv_heads ? AttentionKind::mha : AttentionKind::gqa;
-          m.heads = heads;
-          m.kv_heads = kv_heads;
-          m.head_dim = 128;
-          m.hidden = heads * 128;
-          m.layers.resize(1);
+          const ModelSpec m = gqa_rows_model(heads, kv_heads);
           Workload w;
           w.kv = std::string(kv) == "fp8" ? KvDtype::fp8 : KvDtype::bf16;
           w.groups = {SequenceGroup{b, 1, static_cast<double>(len - 1)}};
@@ -651,6 +661,50 @@ TEST_CASE("Against: decode rows over an fp8 cache get their own fixed and per-bl
   REQUIRE(g.contains("t_fixed_fp8_cache_s"));
   CHECK(g["t_fixed_fp8_cache_s"].get<double>() == Approx(5e-6).epsilon(0.1));
   CHECK(g["t_seq_fp8_cache_s"].get<double>() == Approx(5e-9).epsilon(0.15));
+  CHECK(g["eta_memory"].get<double>() == Approx(0.85).epsilon(0.05));
+  const auto e = parse_csv(refit.errors);
+  REQUIRE(e.size() == 2);
+  CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit
+}
+
+TEST_CASE("Against: decode rows give back MMHA's own cost per block, and a block cost in the max", "[validate]") {
+  // GQA decode rows on an H100 over a bf16 cache timed by the model itself: 7 µs per launch, 35 ns per
+  // XQA block and 10 ns per MMHA block, the blocks' cost a term of the max with the streaming (η_m
+  // 0.85). The fit finds the overlap and both costs.
+  const HardwareSpec h100 = load_gpu("h100");
+  KernelEfficiency given;
+  given.fixed = Seconds{7e-6};
+  given.per_sequence = Seconds{35e-9};
+  given.per_sequence_mmha = Seconds{10e-9};
+  given.sequences_overlap = true;
+  given.eta_memory = 0.85;
+  std::string table = "kernel,batch,kv_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us\n";
+  int mmha = 0, xqa = 0;
+  for (int b : {1, 4, 16, 64, 256, 1024, 2048})
+    for (int len : {2, 64, 512, 2048, 8192, 32768})
+      for (auto [heads, kv_heads] : {std::pair{32, 8}, std::pair{16, 4}, std::pair{32, 32}}) {
+        const ModelSpec m = gqa_rows_model(heads, kv_heads);
+        Workload w;
+        w.groups = {SequenceGroup{b, 1, static_cast<double>(len - 1)}};
+        const PathPlan plan = standard_path(m, w);
+        const Op* op = plan.find(OpId::attention);
+        REQUIRE(op);
+        ++(launch_shape(op->tiling, static_cast<double>(h100.sm_count)).mmha ? mmha : xqa);
+        const double t = calibrated_time(*op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false, Bytes{0})
+                             .time().value;
+        table += fmt::format("attention_decode,{},{},{},{},128,bf16,bf16,{:.6f}\n", b, len, heads, kv_heads, t * 1e6);
+      }
+  CHECK(mmha > 20);
+  CHECK(xqa > 20);
+  Scratch s("against-decode-blocks");
+  s.write("t.csv", table);
+  const GemmRefit refit(s, h100, "attention_decode");
+  const nlohmann::json& g = refit.gemm;
+  INFO(g.dump());
+  CHECK(g.value("per_sequence_overlapped", false));
+  CHECK(g["t_seq_s"].get<double>() == Approx(35e-9).epsilon(0.15));
+  REQUIRE(g.contains("t_seq_mmha_s"));
+  CHECK(g["t_seq_mmha_s"].get<double>() == Approx(10e-9).epsilon(0.2));
   CHECK(g["eta_memory"].get<double>() == Approx(0.85).epsilon(0.05));
   const auto e = parse_csv(refit.errors);
   REQUIRE(e.size() == 2);

@@ -108,28 +108,41 @@ double model_time(const Row& r, const GpuKernelFit& f) { return row_time(r, f.ef
 
 // A row's calibrated time split into what the fit's linear costs (t_fixed, t_seq, t_cta) multiply
 // and what they do not: time = held + launches·((own ? t_fixed + sequences·t_seq : 0) + cta_waves·t_cta)
-// + rest, which is row_time's value. The fits search their efficiencies on a grid's outer axes and the
-// costs on its inner ones, so the core's calibrated time runs once per row and set of efficiencies.
+// + streaming + other, which is row_time's value; under sequences_overlap the t_seq term (or the held
+// fp8-cache one) is instead a term of the max with the streaming. The fits search their efficiencies
+// on a grid's outer axes and the costs on its inner ones, so the core's calibrated time runs once per
+// row and set of efficiencies.
 struct RowParts {
   double launches = 1, sequences = 0, cta_waves = 0;
-  double held = 0;   // the fp8-cache kernel's fixed and per-sequence costs where the row takes them
-  bool own = true;   // the row pays the searched t_fixed and t_seq (not the fp8-cache pair)
-  double rest = 0;   // max (or sum) of the compute and memory terms, plus the row's other time
+  double held = 0;         // the fp8-cache kernel's fixed (and, added, per-sequence) costs where the row takes them
+  double held_blocks = 0;  // ... its per-sequence costs where they are a term of the max
+  bool own = true;         // the row pays the searched t_fixed and t_seq (not the fp8-cache pair)
+  bool mmha = false;       // ... t_seq the MMHA kernel's (per_sequence_mmha) where the family has one
+  bool overlap = false;    // sequences_overlap
+  double rest = 0;         // max (or sum) of the compute and memory terms, plus the row's other time
+  double streaming = 0;    // ... without the other time
+  double other = 0;        // the row's time beyond the kernel
 };
 // A family's parameters without the linear costs: what a row's parts depend on.
 KernelEfficiency without_linear_costs(KernelEfficiency k) {
   k.fixed = k.per_sequence = k.per_cta = Seconds{0};
+  k.per_sequence_mmha.reset();
   return k;
 }
 RowParts row_parts(const Row& r, const KernelEfficiency& with_costs) {
   const KernelEfficiency k = without_linear_costs(with_costs);
   const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
   const CalibratedTime t = calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache);
-  return RowParts{.launches = t.launches, .sequences = t.sequences, .cta_waves = t.cta_waves, .held = t.fixed.value,
-                  .own = !launch_costs(k, r.op.fp8_cache).fp8_cache, .rest = (t.time() - t.fixed).value + r.other_s};
+  const bool own = !launch_costs(k, r.op.fp8_cache).fp8_cache;
+  return RowParts{.launches = t.launches, .sequences = t.sequences, .cta_waves = t.cta_waves, .held = t.fixed.value, .held_blocks = t.blocks.value,
+                  .own = own, .mmha = own && launch_shape(r.op.tiling, sms).mmha, .overlap = k.sequences_overlap,
+                  .rest = (t.time() - t.fixed).value + r.other_s, .streaming = t.streaming().value, .other = r.other_s};
 }
 double parts_time(const RowParts& p, const KernelEfficiency& k) {
-  return p.held + p.launches * ((p.own ? k.fixed.value + p.sequences * k.per_sequence.value : 0) + p.cta_waves * k.per_cta.value) + p.rest;
+  const double t_seq = p.mmha && k.per_sequence_mmha ? k.per_sequence_mmha->value : k.per_sequence.value;
+  if (!p.overlap) return p.held + p.launches * ((p.own ? k.fixed.value + p.sequences * t_seq : 0) + p.cta_waves * k.per_cta.value) + p.rest;
+  const double blocks = p.own ? p.launches * p.sequences * t_seq : p.held_blocks;
+  return p.held + p.launches * ((p.own ? k.fixed.value : 0) + p.cta_waves * k.per_cta.value) + std::max(p.streaming, blocks) + p.other;
 }
 
 // Fits one kernel family on `train`. Each GPU's rows weigh as much in all as another's (a table of
@@ -222,7 +235,16 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
       const double l2 = static_cast<double>(r->gpu->l2_cache.value);
       if (l2 > 0) (r->op.bytes().value <= l2 ? in_l2 : beyond_l2) = true;
     }
-  const bool both = own_fp8 || own_tensor || own_cache;
+  // Where GQA decode rows run both TensorRT-LLM's XQA and its MMHA kernel (launch_shape) with the
+  // searched costs, MMHA's cost per block is fitted apart the same way: the five with it held, then it
+  // alone.
+  bool mmha_rows = false, xqa_rows = false;
+  if (kernel == kAttentionDecode && batches)
+    for (const auto& [r, w] : train)
+      if (!(own_cache && r->op.fp8_cache))
+        (launch_shape(r->op.tiling, static_cast<double>(std::max<std::int64_t>(1, r->gpu->sm_count))).mmha ? mmha_rows : xqa_rows) = true;
+  const bool own_mmha = mmha_rows && xqa_rows;
+  const bool both = own_fp8 || own_tensor || own_cache || own_mmha;
   const std::vector<double> l2s = in_l2 && beyond_l2 ? geometric_axis(1, 4, 8) : std::vector<double>{1};
   // Latent decode kernels either split a sequence's keys over CTAs or not; the attention families'
   // ops run their memory pass with their compute kernel or apart from it (TensorRT-LLM's
@@ -233,10 +255,14 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
                                                                                                            : std::vector<bool>{true};
   const bool attention = kernel == kDecode || kernel == kPrefill || kernel == kAttention || kernel == kAttentionDecode;
   const std::vector<bool> serials = attention ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  // A GQA decode kernel's cost per block either adds to its streaming or overlaps it (a term of the
+  // max): each is fitted and the better kept.
+  const std::vector<bool> overlaps = kernel == kAttentionDecode && batches ? std::vector<bool>{false, true} : std::vector<bool>{false};
   for (const bool split : splits)
-    for (const bool serial : serials) {
+    for (const bool serial : serials)
+      for (const bool overlap : overlaps) {
       std::optional<double> eta_fp8, eta_tensor;
-      std::optional<Seconds> fixed_cache, seq_cache;
+      std::optional<Seconds> fixed_cache, seq_cache, seq_mmha;
       GpuKernelFit f;
       Seconds cta{0};
       for (int round = 0; round < (both ? 2 : 1); ++round) {
@@ -246,7 +272,7 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
           return GpuKernelFit{.kernel = kernel,
                               .eff = KernelEfficiency{.fixed = Seconds{p[4]}, .per_sequence = Seconds{p[5]}, .eta_compute = p[0], .eta_compute_fp8 = eta_fp8,
                                                       .eta_compute_fp8_tensor = eta_tensor, .fixed_fp8_cache = fixed_cache,
-                                                      .per_sequence_fp8_cache = seq_cache, .per_cta = cta, .serial_memory = serial, .eta_memory = p[1],
+                                                      .per_sequence_fp8_cache = seq_cache, .per_sequence_mmha = seq_mmha, .per_cta = cta, .serial_memory = serial, .sequences_overlap = overlap, .eta_memory = p[1],
                                                       .memory_reach = p[2], .l2_speedup = p[3], .split_kv = split,
                                                       .rows = static_cast<std::int64_t>(train.size())}};
         };
@@ -298,6 +324,14 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
           }, 2);
           fixed_cache = f.eff.fixed_fp8_cache = Seconds{c[0]};
           seq_cache = f.eff.per_sequence_fp8_cache = Seconds{c[1]};
+        }
+        if (own_mmha) {
+          const std::vector<double> c = grid_fit({tseqs}, [&](const std::vector<double>& p) {
+            GpuKernelFit g = f;
+            g.eff.per_sequence_mmha = Seconds{p[0]};
+            return loss_of(g);
+          }, 2);
+          seq_mmha = f.eff.per_sequence_mmha = Seconds{c[0]};
         }
       }
       const double l = loss_of(f);
@@ -625,20 +659,21 @@ Table fit_table(const std::string& title, const std::vector<std::pair<std::strin
   Table ft{.name = "fit", .title = title,
            .columns = {{"fitted_on", "fitted on", Unit::text}, {"kernel", "kernel", Unit::text}, {"t_fixed_s", "fixed cost", Unit::seconds},
             {"t_seq_s", "per sequence or block", Unit::seconds}, {"t_fixed_fp8_cache_s", "fixed, fp8 cache", Unit::seconds},
-            {"t_seq_fp8_cache_s", "per sequence or block, fp8 cache", Unit::seconds},
+            {"t_seq_fp8_cache_s", "per sequence or block, fp8 cache", Unit::seconds}, {"t_seq_mmha_s", "per block, MMHA", Unit::seconds},
             {"eta_compute", "η compute", Unit::fraction}, {"eta_compute_fp8", "η compute fp8", Unit::fraction},
             {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
             {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"l2_speedup", "L2 speed-up", Unit::decimal},
             {"t_cta_s", "per CTA the busiest SM runs", Unit::seconds}, {"memory_pass", "memory pass", Unit::text},
-            {"split_kv", "split-KV", Unit::text}, {"train_rows", "rows", Unit::count}},
+            {"sequence_cost", "block cost", Unit::text}, {"split_kv", "split-KV", Unit::text}, {"train_rows", "rows", Unit::count}},
            .rows = {}};
   for (const auto& [on, f] : fits)
     ft.rows.push_back({on, f.kernel, f.eff.fixed.value, f.eff.per_sequence.value,
                        f.eff.fixed_fp8_cache ? Value{f.eff.fixed_fp8_cache->value} : Value{},
-                       f.eff.per_sequence_fp8_cache ? Value{f.eff.per_sequence_fp8_cache->value} : Value{}, f.eff.eta_compute, f.eff.eta_compute_fp8 ? Value{*f.eff.eta_compute_fp8} : Value{},
+                       f.eff.per_sequence_fp8_cache ? Value{f.eff.per_sequence_fp8_cache->value} : Value{},
+                       f.eff.per_sequence_mmha ? Value{f.eff.per_sequence_mmha->value} : Value{}, f.eff.eta_compute, f.eff.eta_compute_fp8 ? Value{*f.eff.eta_compute_fp8} : Value{},
                        f.eff.eta_compute_fp8_tensor ? Value{*f.eff.eta_compute_fp8_tensor} : Value{}, f.eff.eta_memory, f.eff.memory_reach,
                        f.eff.l2_speedup, f.eff.per_cta.value, std::string(f.eff.serial_memory ? "apart" : "overlapped"),
-                       std::string(f.kernel != kDecode ? "-" : f.eff.split_kv ? "yes" : "no"), f.eff.rows});
+                       std::string(f.eff.sequences_overlap ? "in the max" : "added"), std::string(f.kernel != kDecode ? "-" : f.eff.split_kv ? "yes" : "no"), f.eff.rows});
   return ft;
 }
 
@@ -649,6 +684,7 @@ nlohmann::ordered_json fit_json(const GpuKernelFit& f) {
     j["t_fixed_fp8_cache_s"] = f.eff.fixed_fp8_cache->value;
     j["t_seq_fp8_cache_s"] = f.eff.per_sequence_fp8_cache->value;
   }
+  if (f.eff.per_sequence_mmha) j["t_seq_mmha_s"] = f.eff.per_sequence_mmha->value;
   j["eta_compute"] = f.eff.eta_compute;
   if (f.eff.eta_compute_fp8) j["eta_compute_fp8"] = *f.eff.eta_compute_fp8;
   if (f.eff.eta_compute_fp8_tensor) j["eta_compute_fp8_tensor"] = *f.eff.eta_compute_fp8_tensor;
@@ -657,6 +693,7 @@ nlohmann::ordered_json fit_json(const GpuKernelFit& f) {
   if (f.eff.l2_speedup != 1) j["l2_speedup"] = f.eff.l2_speedup;
   if (f.eff.per_cta.value != 0) j["t_cta_s"] = f.eff.per_cta.value;
   if (f.eff.serial_memory) j["serial_memory"] = true;
+  if (f.eff.sequences_overlap) j["per_sequence_overlapped"] = true;
   if (f.kernel == kDecode) j["split_kv"] = f.eff.split_kv;
   j["rows"] = f.eff.rows;
   return j;

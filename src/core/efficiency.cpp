@@ -112,9 +112,10 @@ double eta_compute_for(const KernelEfficiency& k, bool fp8, bool per_tensor) {
 
 bool runs_fp8_cache_decode_kernel(const HardwareSpec& hw) { return hw.architecture == "hopper"; }
 
-LaunchCosts launch_costs(const KernelEfficiency& k, bool fp8_cache) {
-  if (fp8_cache && k.fixed_fp8_cache && k.per_sequence_fp8_cache) return {*k.fixed_fp8_cache, *k.per_sequence_fp8_cache, true};
-  return {k.fixed, k.per_sequence, false};
+LaunchCosts launch_costs(const KernelEfficiency& k, bool fp8_cache, bool mmha) {
+  if (fp8_cache && k.fixed_fp8_cache && k.per_sequence_fp8_cache) return {*k.fixed_fp8_cache, *k.per_sequence_fp8_cache, true, false};
+  if (mmha && k.per_sequence_mmha) return {k.fixed, *k.per_sequence_mmha, false, true};
+  return {k.fixed, k.per_sequence, false, false};
 }
 
 bool runs_unsplit(const KernelEfficiency& k, const Tiling& t) { return !k.split_kv && t.unsplit_ctas > 0; }
@@ -219,11 +220,11 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
                                Bytes l2) {
   CalibratedTime t;
   const Tiling& tl = op.tiling;
-  const LaunchCosts costs = launch_costs(k, op.fp8_cache);
+  const LaunchShape launch = launch_shape(tl, sms);
+  const LaunchCosts costs = launch_costs(k, op.fp8_cache, launch.mmha);
   const double eta_c = eta_compute_for(k, fp8, op.fp8_per_tensor);
   const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
   const bool unsplit = runs_unsplit(k, tl);
-  const LaunchShape launch = launch_shape(tl, sms);
   const double ctas = unsplit ? tl.unsplit_ctas : launch.ctas;
   t.waves = wave_efficiency(ctas, sms);
   t.memory_waves = memory_wave_efficiency(ctas, sms, k.memory_reach);
@@ -242,9 +243,16 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   const std::optional<LatentPartition> part = latent_partition(tl, sms, k.split_kv);
   t.serial = k.serial_memory;
   t.launches = tl.kernel_launches();
-  t.sequences = part ? part->pieces : launch.sequences;
+  // A family whose block cost overlaps the streaming pays it per CTA of the launch (a GQA decode
+  // kernel's blocks, its keys' splits included).
+  t.sequences = part ? part->pieces : k.sequences_overlap ? ctas : launch.sequences;
   t.cta_waves = ctas > 0 && sms > 0 ? std::ceil(ctas / sms) : 0;
-  t.fixed = Seconds{t.launches * (costs.fixed.value + t.sequences * costs.per_sequence.value + t.cta_waves * k.per_cta.value)};
+  if (k.sequences_overlap) {
+    t.fixed = Seconds{t.launches * (costs.fixed.value + t.cta_waves * k.per_cta.value)};
+    t.blocks = Seconds{t.launches * t.sequences * costs.per_sequence.value};
+  } else {
+    t.fixed = Seconds{t.launches * (costs.fixed.value + t.sequences * costs.per_sequence.value + t.cta_waves * k.per_cta.value)};
+  }
   return t;
 }
 

@@ -445,7 +445,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                                : cat(", t_seq per sequence and 64-row query tile the busiest SM starts: ⌈", num(lp.ctas), " / ", num(rf.sms), "⌉",
                                      k.split_kv ? " (more query tiles than SMs: no FlashMLA part, each sequence's tiles CTAs of their own)" : " (a kernel that does not split keys)");
     }
-    const LaunchCosts costs = launch_costs(k, op.fp8_cache);
+    const LaunchCosts costs = launch_costs(k, op.fp8_cache, launch.mmha);
     const double ctas = unsplit ? tl.unsplit_ctas : launch.ctas, w = wave_efficiency(ctas, rf.sms);
     const double wm = memory_wave_efficiency(ctas, rf.sms, k.memory_reach);
     const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
@@ -475,22 +475,34 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
       a.insert(a.end(), b.begin(), b.end());
       return a;
     };
-    const std::string terms_f = k.serial_memory ? cat(bound(cf), " + ", bound(mf)) : bound(both(cf, mf));
-    const std::string terms_v = k.serial_memory ? cat(bound(cv), " + ", bound(mv)) : bound(both(cv, mv));
+    std::string terms_f = k.serial_memory ? cat(bound(cf), " + ", bound(mf)) : bound(both(cf, mf));
+    std::string terms_v = k.serial_memory ? cat(bound(cv), " + ", bound(mv)) : bound(both(cv, mv));
+    // (sequences_overlap) the blocks' cost a term of the max: max(that, launches · sequences · t_seq).
+    const bool overlap = k.sequences_overlap;
+    if (overlap) {
+      terms_f = cat("max(", terms_f, ", launches · sequences · t_seq)");
+      terms_v = cat("max(", terms_v, ", ", num(counted.launches), " · ", num(sequences), " · ", secs(costs.per_sequence.value), ")");
+    }
     const bool per_cta = k.per_cta.value > 0;
     return real_step(quantity,
-                     cat("launches · (t_fixed + sequences · t_seq", per_cta ? " + ⌈CTAs / SMs⌉ · t_cta" : "", ") + ", terms_f,
+                     cat("launches · (t_fixed", overlap ? "" : " + sequences · t_seq", per_cta ? " + ⌈CTAs / SMs⌉ · t_cta" : "", ") + ", terms_f,
                          k.serial_memory ? " (the memory pass apart from the compute kernel)" : "",
+                         overlap ? " (the blocks' cost overlapping the streaming)" : "",
                          ", w = CTAs / (⌈CTAs / SMs⌉ · SMs), w_m = CTAs / (⌊CTAs / SMs⌋ · SMs + max(r, SMs / reach)) (1 for whole waves); ", to_string(fam),
                          " family", tensor_eta ? ", per-tensor fp8 η_c" : fp8_eta ? ", fp8 η_c" : "", costs.fp8_cache ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
-                         launch.mmha         ? ", MMHA (no XQA kernel for this head group, or too few blocks): t_seq per block, one per query head and sequence"
-                         : tl.decode_kernel ? ", XQA: t_seq per block, one per KV head and sequence"
+                         launch.mmha         ? cat(", MMHA (no XQA kernel for this head group, or too few blocks): t_seq", costs.mmha ? " (MMHA's own)" : "",
+                                                   " per block, one per query head and sequence", overlap ? " and each split of its keys" : "")
+                         : tl.decode_kernel ? (overlap ? ", XQA: t_seq per block of its launch, one per KV head and sequence and each split of its keys"
+                                                       : ", XQA: t_seq per block, one per KV head and sequence")
                                             : partition),
-                     cat(num(counted.launches), " · (", secs(costs.fixed.value), " + ", num(sequences), " · ", secs(costs.per_sequence.value),
+                     cat(num(counted.launches), " · (", secs(costs.fixed.value), overlap ? std::string() : cat(" + ", num(sequences), " · ", secs(costs.per_sequence.value)),
                          per_cta ? cat(" + ", num(counted.cta_waves), " · ", secs(k.per_cta.value)) : std::string(), ") + ", terms_v, "; w = ", num(ctas), " / (⌈",
                          num(ctas), " / ", num(rf.sms), "⌉ · ", num(rf.sms), "), w_m = ", plain(wm), " (reach ", plain(k.memory_reach), ")"),
                      cat(secs(t.time.value), " = ", secs(t.fixed.value), " + ",
-                         t.serial ? cat(secs(t.compute.value), " + ", secs(t.memory.value)) : secs(std::max(t.compute, t.memory).value),
+                         overlap ? cat("max(", t.serial ? cat(secs(t.compute.value), " + ", secs(t.memory.value)) : secs(std::max(t.compute, t.memory).value), ", ",
+                                       secs(t.blocks.value), ")")
+                         : t.serial ? cat(secs(t.compute.value), " + ", secs(t.memory.value))
+                                    : secs(std::max(t.compute, t.memory).value),
                          t.compute_bound ? " (compute-bound)" : " (memory-bound)"),
                      t.time.value, "s");
   }

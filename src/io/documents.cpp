@@ -59,21 +59,24 @@ void add_efficiency_table(Document& doc, const Roofline& rf) {
   Table t{.name = "efficiency", .title = "Calibrated kernel families (other ops at speed of light): " + rf.eta_source,
           .columns = {{"family", "kernel family", Unit::text}, {"fixed_s", "fixed per launch", Unit::seconds},
                       {"per_sequence_s", "per sequence or block", Unit::seconds}, {"fixed_fp8_cache_s", "fixed, fp8 cache", Unit::seconds},
-                      {"per_sequence_fp8_cache_s", "per sequence or block, fp8 cache", Unit::seconds}, {"eta_compute", "η compute", Unit::fraction},
+                      {"per_sequence_fp8_cache_s", "per sequence or block, fp8 cache", Unit::seconds},
+                      {"per_sequence_mmha_s", "per block, MMHA", Unit::seconds}, {"eta_compute", "η compute", Unit::fraction},
                       {"eta_compute_fp8", "η compute fp8", Unit::fraction}, {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction},
                       {"eta_memory", "η memory", Unit::fraction},
                       {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"per_cta_s", "per CTA the busiest SM runs", Unit::seconds},
-                      {"memory_pass", "memory pass", Unit::text}, {"split_kv", "split-KV", Unit::text}, {"rows", "rows fitted", Unit::count}},
+                      {"memory_pass", "memory pass", Unit::text}, {"sequence_cost", "block cost", Unit::text},
+                      {"split_kv", "split-KV", Unit::text}, {"rows", "rows fitted", Unit::count}},
           .rows = {}};
   for (int i = 0; i < kKernelFamilyCount; ++i)
     if (const auto& k = rf.kernels[static_cast<std::size_t>(i)]) {
       const auto f = static_cast<KernelFamily>(i);
       t.rows.push_back({std::string(to_string(f)), k->fixed.value, k->per_sequence.value,
                         k->fixed_fp8_cache ? Value{k->fixed_fp8_cache->value} : Value{},
-                        k->per_sequence_fp8_cache ? Value{k->per_sequence_fp8_cache->value} : Value{}, k->eta_compute,
+                        k->per_sequence_fp8_cache ? Value{k->per_sequence_fp8_cache->value} : Value{},
+                        k->per_sequence_mmha ? Value{k->per_sequence_mmha->value} : Value{}, k->eta_compute,
                         k->eta_compute_fp8 ? Value{*k->eta_compute_fp8} : Value{}, k->eta_compute_fp8_tensor ? Value{*k->eta_compute_fp8_tensor} : Value{},
                         k->eta_memory, k->memory_reach, k->per_cta.value, std::string(k->serial_memory ? "apart" : "overlapped"),
-                        std::string(!is_latent_attention(f) ? "-" : k->split_kv ? "yes" : "no"), k->rows});
+                        std::string(k->sequences_overlap ? "in the max" : "added"), std::string(!is_latent_attention(f) ? "-" : k->split_kv ? "yes" : "no"), k->rows});
     }
   doc.tables.push_back(std::move(t));
 }

@@ -5,7 +5,8 @@
 //   t = launches·(t_fixed + sequences·t_seq + ⌈CTAs / SMs⌉·t_cta) + max(F / (peak·η_c·w), B / (bandwidth·η_m·w_m), F_cta / (peak/SMs·η_c))
 //
 // (a family whose op runs its memory-bound pass apart from its compute kernel, serial_memory: the
-// sum of the two terms instead of their max),
+// sum of the two terms instead of their max; a family whose blocks' cost overlaps the streaming,
+// sequences_overlap: launches·sequences·t_seq a term of the max instead of the fixed cost),
 // w = CTAs / (⌈CTAs / SMs⌉·SMs) is the wave efficiency of the op's launch on the GPU (a last wave
 // that leaves SMs idle; a GEMM with fewer tiles than SMs splits its reduction to fill them), F counts the FLOPs of padded tiles (64-head tiles of the latent decode
 // kernel), and F_cta is the op's longest CTA (a causal prefill's last query tile): no launch ends
@@ -73,6 +74,12 @@ struct KernelEfficiency {
   // absent: fixed and per_sequence.
   std::optional<Seconds> fixed_fp8_cache;
   std::optional<Seconds> per_sequence_fp8_cache;
+  // The cost per block of TensorRT-LLM's MMHA decode kernel over a bf16 cache (launch_shape's mmha:
+  // one block per query head and sequence, on CUDA cores), where it was fitted apart from XQA's (one
+  // block per KV head and sequence, its head group on tensor cores): H100's TP1 rows of 2,048
+  // sequences of 2 keys take 167 µs through MMHA at 8 heads (16,384 blocks, 10 ns each) and 578 µs
+  // through XQA at 8 KV heads of 16 (16,384 blocks, 35 ns each). Absent: per_sequence.
+  std::optional<Seconds> per_sequence_mmha{};
   // Per CTA the busiest SM runs, ⌈CTAs / SMs⌉ per launch: what a thread block costs beyond its share
   // of the FLOPs and bytes (loading its query tile, the softmax's final rescale, storing its output).
   // Fitted for the flash-attention prefill families, whose tables show it: the fraction of the peak a
@@ -88,6 +95,13 @@ struct KernelEfficiency {
   // RoPE and cache write in the attention kernel itself. Fitted: the better of the two on the rows,
   // for the attention families.
   bool serial_memory = false;
+  // Whether the cost per sequence (per block of a GQA decode grid) is SM time that the other blocks'
+  // streaming hides, a third term of the max instead of a cost added to it: TensorRT-LLM's XQA decode
+  // on H100 (TP1, bf16 cache, 4 KV heads of 16 query heads) takes 293 µs for 2,048 sequences of 2 keys
+  // and as long for 64 (one block of 8,192 each, 36 ns per block), yet 414 µs for 256 keys, where its
+  // 1.07 GB alone take 320 µs at the datasheet bandwidth: the block cost and the streaming overlap.
+  // Fitted: the better of the two on the rows, for the GQA decode family.
+  bool sequences_overlap = false;
   double eta_memory = 1;    // of the memory bandwidth, in a full wave
   // The bandwidth one CTA streams, in multiples of its SM's share (bandwidth/SMs), ≥ 1: how far a
   // launch of fewer CTAs than SMs still reaches the full wave's bandwidth (memory_wave_efficiency).
@@ -157,8 +171,10 @@ struct LaunchCosts {
   Seconds fixed{0};
   Seconds per_sequence{0};
   bool fp8_cache = false;  // the family's fp8-cache pair, not fixed and per_sequence
+  bool mmha = false;       // per_sequence is the family's per_sequence_mmha
 };
-LaunchCosts launch_costs(const KernelEfficiency& k, bool fp8_cache);
+// `mmha`: the launch runs TensorRT-LLM's MMHA decode kernel (launch_shape).
+LaunchCosts launch_costs(const KernelEfficiency& k, bool fp8_cache, bool mmha = false);
 // Whether an op runs its unsplit launch under a family (split_kv false, and the op has one).
 bool runs_unsplit(const KernelEfficiency& k, const Tiling& t);
 
@@ -219,7 +235,8 @@ std::optional<LatentPartition> latent_partition(const Tiling& t, double sms, boo
 // what one CTA streams, B_cta / (min(1, reach/SMs)·bandwidth·η_m). A latent attention op pays t_seq
 // for the sequences the busiest SM starts (latent_partition), not for the batch's.
 struct CalibratedTime {
-  Seconds fixed{0};    // launches·(t_fixed + sequences·t_seq + cta_waves·t_cta)
+  Seconds fixed{0};    // launches·(t_fixed + sequences·t_seq + cta_waves·t_cta); sequences_overlap: without the t_seq term
+  Seconds blocks{0};   // sequences_overlap: launches·sequences·t_seq, a term of the max (else 0)
   Seconds compute{0};  // F / (peak·η_c·w), or the longest CTA where that is longer
   Seconds memory{0};   // B / (bandwidth·η_m·w_m), over l2_speedup where B fits the L2
   double waves = 1;    // w
@@ -229,7 +246,8 @@ struct CalibratedTime {
   // What the fixed term counts (the fits solve its costs from these): the launches, the sequences
   // (or blocks, or pieces) each pays t_seq for, and the CTAs the busiest SM runs in each, ⌈CTAs / SMs⌉.
   double launches = 1, sequences = 0, cta_waves = 0;
-  Seconds time() const { return fixed + (serial ? compute + memory : compute > memory ? compute : memory); }
+  Seconds streaming() const { return serial ? compute + memory : compute > memory ? compute : memory; }
+  Seconds time() const { return fixed + (blocks > streaming() ? blocks : streaming()); }
 };
 // Whether an op streams its bytes from the L2 at the family's l2_speedup: the family has one, the GPU's
 // L2 is known (l2 > 0), and the op's bytes fit it. Unsplit latent launches never do (each CTA rereads

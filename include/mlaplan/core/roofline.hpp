@@ -49,7 +49,8 @@ struct OpTime {
   Seconds compute{0};    // F / (peak·η_c), calibrated: F / (peak·η_c·w) or the longest CTA
   Seconds memory{0};     // B / (bandwidth·η_m), calibrated: B / (bandwidth·η_m·w)
   Seconds fixed{0};      // launch, calibrated: launches·(t_fixed + sequences·t_seq + CTA waves·t_cta)
-  Seconds time{0};       // max of the two (their sum where the family's memory pass runs apart), plus fixed
+  Seconds blocks{0};     // calibrated under a family with sequences_overlap: launches·sequences·t_seq (not in fixed)
+  Seconds time{0};       // max of the two (their sum where the family's memory pass runs apart; and blocks), plus fixed
   bool serial = false;   // calibrated under a family with serial_memory: compute and memory add
   bool calibrated = false;  // its family's fitted parameters were used
   double intensity = 0;  // F / B, FLOP per byte
