@@ -389,6 +389,15 @@ TEST_CASE("latent decode under split-KV: FlashMLA's partition sets the per-seque
   CHECK(p->pieces == 4);
   CHECK(calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0}).fixed.value == Approx(38e-6));
   CHECK(calibrated_time(att, k, FlopsPerSecond{148e12}, BytesPerSecond{4.0e12}, 78, false, Bytes{0}).fixed.value == Approx(59e-6));
+  // With the cost per sequence in the max, the same 4 sequences the busiest SM starts (not its CTAs):
+  // 10 µs + max(streaming, 4 · 7 µs).
+  k.sequences_overlap = true;
+  const CalibratedTime over = calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0});
+  CHECK(over.sequences == 4);
+  CHECK(over.fixed.value == Approx(10e-6));
+  CHECK(over.blocks.value == Approx(28e-6));
+  CHECK(over.time().value == Approx(10e-6 + std::max(28e-6, over.streaming().value)));
+  k.sequences_overlap = false;
   CHECK_FALSE(latent_partition(att.tiling, 0, true));  // SMs unknown
   // 128 heads (two tiles): 66 parts, a payload of ⌈68,096 / 66⌉ + 5 = 1,037: the first part 7 whole
   // sequences (931) and 101 blocks of an eighth, the second its rest (27 + 5), 7 whole and 69 blocks: 9.

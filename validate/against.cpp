@@ -255,9 +255,9 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
                                                                                                            : std::vector<bool>{true};
   const bool attention = kernel == kDecode || kernel == kPrefill || kernel == kAttention || kernel == kAttentionDecode;
   const std::vector<bool> serials = attention ? std::vector<bool>{false, true} : std::vector<bool>{false};
-  // A GQA decode kernel's cost per block either adds to its streaming or overlaps it (a term of the
-  // max): each is fitted and the better kept.
-  const std::vector<bool> overlaps = kernel == kAttentionDecode && batches ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  // A decode kernel's cost per block (GQA) or per sequence its busiest SM starts (latent) either adds
+  // to its streaming or overlaps it (a term of the max): each is fitted and the better kept.
+  const std::vector<bool> overlaps = (kernel == kAttentionDecode || kernel == kDecode) && batches ? std::vector<bool>{false, true} : std::vector<bool>{false};
   for (const bool split : splits)
     for (const bool serial : serials)
       for (const bool overlap : overlaps) {

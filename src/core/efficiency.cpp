@@ -243,8 +243,8 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   const std::optional<LatentPartition> part = latent_partition(tl, sms, k.split_kv);
   t.serial = k.serial_memory;
   t.launches = tl.kernel_launches();
-  // A family whose block cost overlaps the streaming pays it per CTA of the launch (a GQA decode
-  // kernel's blocks, its keys' splits included).
+  // A GQA decode family whose block cost overlaps the streaming pays it per CTA of the launch (its
+  // keys' splits included); latent attention per sequence its busiest SM starts either way.
   t.sequences = part ? part->pieces : k.sequences_overlap ? ctas : launch.sequences;
   t.cta_waves = ctas > 0 && sms > 0 ? std::ceil(ctas / sms) : 0;
   if (k.sequences_overlap) {

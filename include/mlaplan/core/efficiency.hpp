@@ -100,7 +100,8 @@ struct KernelEfficiency {
   // on H100 (TP1, bf16 cache, 4 KV heads of 16 query heads) takes 293 µs for 2,048 sequences of 2 keys
   // and as long for 64 (one block of 8,192 each, 36 ns per block), yet 414 µs for 256 keys, where its
   // 1.07 GB alone take 320 µs at the datasheet bandwidth: the block cost and the streaming overlap.
-  // Fitted: the better of the two on the rows, for the GQA decode family.
+  // A latent decode kernel's cost per sequence its busiest SM starts likewise. Fitted: the better of
+  // the two on the rows, for the decode families (GQA and latent).
   bool sequences_overlap = false;
   double eta_memory = 1;    // of the memory bandwidth, in a full wave
   // The bandwidth one CTA streams, in multiples of its SM's share (bandwidth/SMs), ≥ 1: how far a
