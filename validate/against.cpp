@@ -135,7 +135,7 @@ RowParts row_parts(const Row& r, const KernelEfficiency& with_costs) {
   const CalibratedTime t = calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache);
   const bool own = !launch_costs(k, r.op.fp8_cache).fp8_cache;
   return RowParts{.launches = t.launches, .sequences = t.sequences, .cta_waves = t.cta_waves, .held = t.fixed.value, .held_blocks = t.blocks.value,
-                  .own = own, .mmha = own && launch_shape(r.op.tiling, sms).mmha, .overlap = k.sequences_overlap,
+                  .own = own, .mmha = own && t.mmha, .overlap = k.sequences_overlap,
                   .rest = (t.time() - t.fixed).value + r.other_s, .streaming = t.streaming().value, .other = r.other_s};
 }
 double parts_time(const RowParts& p, const KernelEfficiency& k) {

@@ -243,6 +243,7 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   const std::optional<LatentPartition> part = latent_partition(tl, sms, k.split_kv);
   t.serial = k.serial_memory;
   t.launches = tl.kernel_launches();
+  t.mmha = launch.mmha;
   // A GQA decode family whose block cost overlaps the streaming pays it per CTA of the launch (its
   // keys' splits included); latent attention per sequence its busiest SM starts either way.
   t.sequences = part ? part->pieces : k.sequences_overlap ? ctas : launch.sequences;

@@ -247,6 +247,7 @@ struct CalibratedTime {
   // What the fixed term counts (the fits solve its costs from these): the launches, the sequences
   // (or blocks, or pieces) each pays t_seq for, and the CTAs the busiest SM runs in each, ⌈CTAs / SMs⌉.
   double launches = 1, sequences = 0, cta_waves = 0;
+  bool mmha = false;  // the launch runs TensorRT-LLM's MMHA decode kernel (launch_shape)
   Seconds streaming() const { return serial ? compute + memory : compute > memory ? compute : memory; }
   Seconds time() const { return fixed + (blocks > streaming() ? blocks : streaming()); }
 };
