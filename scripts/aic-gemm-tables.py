@@ -22,6 +22,13 @@ weights carry no input scale: collector/trtllm/collect_gemm.py:198-201): an amax
 the fp8_tensor rows' `other_us` (their sum): the time the row includes beyond the GEMM, which
 `--against` adds to its prediction of the GEMM (aiconfigurator derives its static-scale fp8 GEMM by
 subtracting the same tables).
+
+The fp8 (block) Linear also quantises its bf16 input inside the timed call, per 1x128 group, in a
+kernel of its own before the GEMM: on Hopper TensorRT-LLM's fp8_quantize_1x128 then
+fp8_block_scaling_gemm, on Blackwell (SM100) per_token_quant_and_transform ahead of DeepGEMM
+(collector/trtllm/collect_gemm.py:248-254 at 095f58a5, citing modules/linear.py:1111-1133 at
+1.3.0rc20). No table times that kernel alone, so those rows say `act_quant` timed and `--against`
+adds the kernel's modelled time (its elementwise parameters) to its prediction of the GEMM.
 H20 and H200 are never transcribed: they are held out.
 """
 import csv
@@ -69,7 +76,7 @@ def main():
             first.setdefault((r['gemm_dtype'], int(r['m']), int(r['n']), int(r['k'])), format(decimal.Decimal(r['latency']).scaleb(3).normalize(), 'f'))
         out = io.StringIO()
         w = csv.writer(out, lineterminator='\n')
-        w.writerow(['kernel', 'm', 'n', 'k', 'dtype', 'latency_us', 'other_us'])
+        w.writerow(['kernel', 'm', 'n', 'k', 'dtype', 'latency_us', 'other_us', 'act_quant'])
         for dtype, source in KINDS:
             for m in MS:
                 for n in NK:
@@ -82,7 +89,7 @@ def main():
                             if (m, k) not in other:
                                 sys.exit(f'aic-gemm-tables: {system} has no compute_scale and scale_matrix rows for m={m} k={k}')
                             extra = format(other[(m, k)].normalize(), 'f')
-                        w.writerow(['gemm', m, n, k, dtype, v, extra])
+                        w.writerow(['gemm', m, n, k, dtype, v, extra, 'timed' if dtype == 'fp8' else ''])
         with open(os.path.join(ROOT, folder, 'gemm-trtllm.csv'), 'w') as f:
             f.write(out.getvalue())
         print(f'wrote validate/published/{folder}/gemm-trtllm.csv')

@@ -26,6 +26,7 @@
 #include "kernels_cpu.hpp"
 #include "mlaplan/core/efficiency.hpp"
 #include "mlaplan/core/paths.hpp"
+#include "mlaplan/core/serving.hpp"
 #include "mlaplan/io/efficiency_json.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/hardware_json.hpp"
@@ -433,6 +434,17 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
   CHECK(against_error(s.dir) == f + ": key 'other_us' = 1: row 1: only gemm rows carry it");
   s.write("t.csv", "kernel,m,n,k,dtype,latency_us,other_us\ngemm,64,128,7168,fp8_tensor,3,1\ngemm,128,128,7168,bf16,4,\n");
   CHECK(against_error(s.dir) == "(accepted)");
+  // A GEMM row that quantises its input first: block fp8 only, `timed` or `none`, GEMM rows only.
+  s.write("t.csv", "kernel,m,n,k,dtype,latency_us,act_quant\ngemm,64,128,7168,fp8,3,yes\n");
+  CHECK(against_error(s.dir) == f + ": key 'act_quant' = yes: row 1: expected timed or none");
+  s.write("t.csv", "kernel,m,n,k,dtype,latency_us,act_quant\ngemm,64,128,7168,bf16,3,timed\n");
+  CHECK(against_error(s.dir) == f + ": key 'act_quant' = timed: row 1: only a block-fp8 GEMM (dtype fp8) quantises its input per 128 values");
+  s.write("t.csv", "kernel,m,n,k,dtype,latency_us,act_quant\ngemm,64,128,7168,fp8_tensor,3,timed\n");
+  CHECK(against_error(s.dir) == f + ": key 'act_quant' = timed: row 1: only a block-fp8 GEMM (dtype fp8) quantises its input per 128 values");
+  s.write("t.csv", "kernel,batch,kv_len,latency_us,act_quant\nabsorbed_decode,4,4096,30.5,timed\n");
+  CHECK(against_error(s.dir) == f + ": key 'act_quant' = timed: row 1: only gemm rows carry it");
+  s.write("t.csv", "kernel,m,n,k,dtype,latency_us,act_quant\ngemm,64,128,7168,fp8,3,timed\ngemm,128,128,7168,fp8,4,none\ngemm,128,256,7168,bf16,4,\n");
+  CHECK(against_error(s.dir) == "(accepted)");
   // Per-tensor fp8 is a GEMM's kernel only.
   s.write("t.csv", "kernel,op,batch,heads,dtype,latency_us\nbmm,out_absorb_w_uv,4,128,fp8_tensor,6\n");
   CHECK(against_error(s.dir) == f + ": key 'dtype' = fp8_tensor: row 1: expected bf16 or fp8");
@@ -503,6 +515,31 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
   CHECK(validate_against(s.dir, load_gpu("h100"), load_model("deepseek-v3")).summary == r.summary);
   for (const auto& [name, text] : r.files)
     if (name == "report.md") CHECK(text.find("Columns not read (kept as the sources' own): source.") != std::string::npos);
+}
+
+TEST_CASE("Against: a block-fp8 GEMM that quantises its input adds that kernel, worked by hand", "[validate]") {
+  const HardwareSpec h100 = load_gpu("h100");
+  const AgainstRows rows("against-act-quant", h100, "kernel,m,n,k,dtype,latency_us,act_quant\ngemm,1024,2048,7168,fp8,30,timed\ngemm,1024,2048,7168,fp8,25,\n");
+  REQUIRE(rows.size() == 3);
+  const auto col = [&](const char* name) { return rows.col(name); };
+  const double bw = h100.memory_bandwidth.value;  // 3.35 TB/s
+  // The GEMM: 2·1024·2048·7168 = 30,064,771,072 FLOPs at the fp8 peak (1,978.9 TFLOP/s): 15.193 µs,
+  // over its bytes (fp8 A 7,340,032 + fp8 W 14,680,064 + bf16 C 4,194,304 = 26,214,400: 7.825 µs).
+  // The quantisation: 1024·7168 = 7,340,032 values, 2 bytes read and 1 + 4/128 written each:
+  // 22,249,472 bytes, 6.642 µs. At speed of light the row takes 15.193 + 6.642 = 21.834 µs.
+  CHECK(std::stod(rows[2][col("predicted_sol_s")]) == Approx(30064771072.0 / 1978.9e12).epsilon(1e-9));
+  CHECK(std::stod(rows[1][col("predicted_sol_s")]) == Approx(30064771072.0 / 1978.9e12 + 22249472.0 / bw).epsilon(1e-9));
+  CHECK(std::stod(rows[1][col("predicted_sol_s")]) == Approx(21.834e-6).epsilon(1e-4));
+  // The default: the GEMM under the shipped gemm parameters, the quantisation under the elementwise
+  // ones (its 22 MB input fits H100's 50 MiB L2, which the table's repeated calls read it from).
+  const auto profile = efficiency_for(h100, bundled_efficiency());
+  REQUIRE(profile);
+  const auto& e = profile->kernel(KernelFamily::elementwise);
+  REQUIRE(e);
+  const double quant = calibrated_time(act_quant_op(7340032, 2), *e, *h100.peak_flops(DType::bf16), h100.memory_bandwidth,
+                                       static_cast<double>(h100.sm_count), false, h100.l2_cache).time().value;
+  CHECK(quant == Approx(e->fixed.value + 22249472.0 / (bw * e->eta_memory * e->l2_speedup)).epsilon(1e-9));
+  CHECK(std::stod(rows[1][col("predicted_default_s")]) - std::stod(rows[2][col("predicted_default_s")]) == Approx(quant).epsilon(1e-9));
 }
 
 TEST_CASE("Against: a fold, an elementwise pass and a grouped GEMM, worked by hand at speed of light and under the shipped profile", "[validate]") {
@@ -608,6 +645,55 @@ TEST_CASE("Against: bf16, block-scaled and per-tensor fp8 GEMMs get their own ef
   const auto e = parse_csv(refit.errors);
   REQUIRE(e.size() == 2);
   CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit
+}
+
+TEST_CASE("Against: the fit times a GEMM's input quantisation with the table's elementwise parameters", "[validate]") {
+  // On an H100, elementwise rows made at 1.5 µs + B / (bandwidth·0.9) and block-fp8 GEMMs at η_c 0.45
+  // plus the quantisation of their input under those elementwise parameters: the refit finds η_c
+  // 0.45 and the held-out rows within 1%; read as if the GEMMs were timed alone, it cannot.
+  const HardwareSpec h100 = load_gpu("h100");
+  const KernelEfficiency elem{.fixed = Seconds{1.5e-6}, .per_sequence = Seconds{0}, .eta_compute = 0.05, .eta_compute_fp8 = std::nullopt,
+                              .eta_compute_fp8_tensor = std::nullopt, .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt,
+                              .eta_memory = 0.9, .memory_reach = 1, .rows = 0};
+  const KernelEfficiency gemm{.fixed = Seconds{3e-6}, .per_sequence = Seconds{0}, .eta_compute = 0.8, .eta_compute_fp8 = 0.45, .eta_compute_fp8_tensor = std::nullopt,
+                              .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.75, .memory_reach = 4, .rows = 0};
+  const double sms = static_cast<double>(h100.sm_count);
+  std::string elementwise = "kernel,m,k,dtype,latency_us\n";
+  for (int m : {16, 256, 4096, 32768})
+    for (int k : {1024, 4096, 16384}) {
+      Op op;
+      op.id = OpId::rms_norm;
+      op.flops = Flops{static_cast<double>(m) * k};
+      op.bytes_read = BytesF{static_cast<double>(m) * k * 2};
+      op.bytes_written = BytesF{static_cast<double>(m) * k};
+      const double t = calibrated_time(op, elem, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, sms, false, h100.l2_cache).time().value;
+      elementwise += fmt::format("elementwise,{},{},fp8,{:.6f}\n", m, k, t * 1e6);
+    }
+  std::string timed = "kernel,m,n,k,dtype,latency_us,act_quant\n", alone = "kernel,m,n,k,dtype,latency_us\n";
+  for (int m : {16, 256, 2048, 16384})
+    for (int n : {1024, 4096, 16384})
+      for (int k : {1024, 7168}) {
+        Op op = gemm_op(OpId::q_proj, m, k, n, 1, 1);
+        op.bytes_written = BytesF{static_cast<double>(m) * n * 2};
+        op.fp8 = true;
+        const double t = calibrated_time(op, gemm, *h100.peak_flops(DType::fp8), h100.memory_bandwidth, sms, true, Bytes{0}).time().value +
+                         calibrated_time(act_quant_op(static_cast<double>(m) * k, 2), elem, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, sms,
+                                         false, h100.l2_cache).time().value;
+        timed += fmt::format("gemm,{},{},{},fp8,{:.6f},timed\n", m, n, k, t * 1e6);
+        alone += fmt::format("gemm,{},{},{},fp8,{:.6f}\n", m, n, k, t * 1e6);
+      }
+  Scratch s("against-act-quant-fit");
+  s.write("e.csv", elementwise);
+  s.write("g.csv", timed);
+  const GemmRefit refit(s, h100);
+  CHECK(refit.gemm["eta_compute"].get<double>() == Approx(0.45).epsilon(0.05));  // the only dtype: its η_c is the fp8 one
+  const auto e = parse_csv(refit.errors);
+  REQUIRE(e.size() == 3);
+  CHECK(e[1][0] == "gemm");
+  CHECK(std::stod(e[1][6]) < 0.01);  // held-out median error of the refit
+  s.write("g.csv", alone);
+  const auto e_alone = parse_csv(GemmRefit(s, h100).errors);
+  CHECK(std::stod(e_alone[1][6]) > 2 * std::stod(e[1][6]));
 }
 
 namespace {

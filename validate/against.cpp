@@ -18,6 +18,7 @@
 #include "results.hpp"
 #include "mlaplan/core/paths.hpp"
 #include "mlaplan/core/roofline.hpp"
+#include "mlaplan/core/serving.hpp"
 #include "mlaplan/io/efficiency_json.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/registry.hpp"
@@ -47,6 +48,13 @@ constexpr const char* kSparse = "sparse_decode";
 constexpr const char* kIndexer = "indexer";
 // The families a folder's rows may time, in report order.
 constexpr std::array<const char*, 10> kKernels{kDecode, kPrefill, kSparse, kIndexer, kAttentionDecode, kAttention, kGemm, kBmm, kGrouped, kElementwise};
+// The order the families are fitted in: elementwise first, since a GEMM row's input quantisation is
+// timed with its parameters.
+constexpr std::array<const char*, 10> kFitOrder{kElementwise, kDecode, kPrefill, kSparse, kIndexer, kAttentionDecode, kAttention, kGemm, kBmm, kGrouped};
+// A family's place in kKernels, to put what was made in kFitOrder back in report order.
+std::size_t report_place(const std::string& k) {
+  return static_cast<std::size_t>(std::find_if(kKernels.begin(), kKernels.end(), [&](const char* x) { return k == x; }) - kKernels.begin());
+}
 // "a, b or c" over kKernels, for the refusal of an unknown kernel.
 std::string kernel_list() {
   std::string s;
@@ -69,6 +77,11 @@ struct Row {
   // GEMM rows: time the measured latency includes beyond the kernel, timed apart (other_us: e.g. the
   // dynamic activation quantisation a per-tensor fp8 Linear runs first); added to every prediction.
   double other_s = 0;
+  // GEMM rows whose call quantises its bf16 input to block fp8 first (act_quant timed): that kernel,
+  // and its time under the elementwise family's parameters in use (set_quant_times).
+  std::optional<Op> quant;
+  double quant_s = 0;
+  double extra_s() const { return other_s + quant_s; }  // the time the row holds beyond its kernel
   Op op;          // the attention op the row timed, with its tiling
   double peak = 0;  // the FLOP/s its kernel runs at
   bool fp8 = false;  // ... the fp8 peak
@@ -102,7 +115,7 @@ Table2 read_csv(const fs::path& p) {
 // ops from DRAM).
 double row_time(const Row& r, const KernelEfficiency& k) {
   const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
-  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache).time().value + r.other_s;
+  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache).time().value + r.extra_s();
 }
 double model_time(const Row& r, const GpuKernelFit& f) { return row_time(r, f.eff); }
 
@@ -136,7 +149,7 @@ RowParts row_parts(const Row& r, const KernelEfficiency& with_costs) {
   const bool own = !launch_costs(k, r.op.fp8_cache).fp8_cache;
   return RowParts{.launches = t.launches, .sequences = t.sequences, .cta_waves = t.cta_waves, .held = t.fixed.value, .held_blocks = t.blocks.value,
                   .own = own, .mmha = own && t.mmha, .overlap = k.sequences_overlap,
-                  .rest = (t.time() - t.fixed).value + r.other_s, .streaming = t.streaming().value, .other = r.other_s};
+                  .rest = (t.time() - t.fixed).value + r.extra_s(), .streaming = t.streaming().value, .other = r.extra_s()};
 }
 double parts_time(const RowParts& p, const KernelEfficiency& k) {
   const double t_seq = p.mmha && k.per_sequence_mmha ? k.per_sequence_mmha->value : k.per_sequence.value;
@@ -362,9 +375,27 @@ std::string text_field(const Table2& t, const std::vector<std::string>& row, con
   return c < row.size() && !row[c].empty() ? row[c] : fallback;
 }
 
-// A row's speed-of-light time: max(F / peak, B / bandwidth) of its op, plus the time the row includes
-// beyond it (other_us).
-double sol_time(const Row& r) { return std::max(r.op.flops.value / r.peak, r.op.bytes().value / r.gpu->memory_bandwidth.value) + r.other_s; }
+// An op's speed-of-light time on a row's GPU at `peak`.
+double sol_of(const Row& r, const Op& op, double peak) { return std::max(op.flops.value / peak, op.bytes().value / r.gpu->memory_bandwidth.value); }
+// A row's speed-of-light time: its op's, plus the time the row includes beyond it (other_us, and the
+// input quantisation's own speed of light).
+double sol_time(const Row& r) { return sol_of(r, r.op, r.peak) + r.other_s + (r.quant ? sol_of(r, *r.quant, r.gpu->peak_flops(DType::bf16)->value) : 0); }
+
+// The elementwise parameters a row's input quantisation is timed with; none: at speed of light.
+using QuantEfficiency = std::optional<KernelEfficiency>;
+// Sets quant_s of the rows that quantise their input: the act_quant kernel's calibrated time (as
+// `step` times it before a block-fp8 GEMM, but for the L2 term: the tables time one input again and
+// again).
+void set_quant_times_one(Row& r, const QuantEfficiency& e) {
+  if (!r.quant) return;
+  const double bf16 = r.gpu->peak_flops(DType::bf16)->value;
+  const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
+  r.quant_s = e ? calibrated_time(*r.quant, *e, FlopsPerSecond{bf16}, r.gpu->memory_bandwidth, sms, false, r.gpu->l2_cache).time().value
+                : sol_of(r, *r.quant, bf16);
+}
+void set_quant_times(std::vector<Row>& rows, const QuantEfficiency& e) {
+  for (Row& r : rows) set_quant_times_one(r, e);
+}
 
 // A positive whole number from column `col`.
 double whole(const Table2& t, const std::vector<std::string>& row, std::size_t i, const std::string& file, const std::string& col) {
@@ -496,7 +527,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
   std::sort(files.begin(), files.end());
   if (files.empty()) fail(dir.string(), "holds no .csv files");
   const std::set<std::string> known{"kernel", "batch", "kv_len", "seq_len", "latency_us", "heads", "query", "kv_dtype", "m", "n", "k", "dtype", "a_dtype", "op", "groups",
-                                    "kv_heads", "head_dim", "topk", "other_us"};
+                                    "kv_heads", "head_dim", "topk", "other_us", "act_quant"};
   std::vector<Row> rows;
   // A parsed row, with its speed-of-light time, joins the table.
   auto keep = [&rows](Row& r) {
@@ -516,8 +547,9 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       if (std::find_if(kKernels.begin(), kKernels.end(), [&](const char* k) { return r.kernel == k; }) == kKernels.end())
         fail_key(file, "kernel", r.kernel.empty() ? "(absent)" : r.kernel,
                  fmt::format("row {}: expected {}", i + 1, kernel_list()));
-      if (r.kernel != kGemm && !text_field(t, cells, "other_us", "").empty())
-        fail_key(file, "other_us", text_field(t, cells, "other_us", ""), fmt::format("row {}: only gemm rows carry it", i + 1));
+      for (const char* col : {"other_us", "act_quant"})
+        if (r.kernel != kGemm && !text_field(t, cells, col, "").empty())
+          fail_key(file, col, text_field(t, cells, col, ""), fmt::format("row {}: only gemm rows carry it", i + 1));
       if (r.kernel == kGrouped) {
         // MoE experts: `groups` [k, n] weight matrices each read once, `m` rows in all (bf16 rows in
         // and out, the serving step's convention), fp8 rows at the fp8 peak.
@@ -572,6 +604,14 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         r.other_s = field(t, cells, i, file, "other_us", 0.0) * 1e-6;
         if (r.other_s >= r.measured_s)
           fail_key(file, "other_us", text_field(t, cells, "other_us", ""), fmt::format("row {}: must be below latency_us, the time that includes it", i + 1));
+        // act_quant `timed`: the call quantises its bf16 [m, k] input per 1x128 group first, a kernel
+        // of its own inside the latency (TensorRT-LLM's and SGLang's block-fp8 Linear); `none` or
+        // absent: the row times the GEMM alone.
+        const std::string aq = text_field(t, cells, "act_quant", "none");
+        if (aq != "none" && aq != "timed") fail_key(file, "act_quant", aq, fmt::format("row {}: expected timed or none", i + 1));
+        if (aq == "timed" && r.kv_dtype != "fp8")
+          fail_key(file, "act_quant", aq, fmt::format("row {}: only a block-fp8 GEMM (dtype fp8) quantises its input per 128 values", i + 1));
+        if (aq == "timed") r.quant = act_quant_op(r.len * r.query, 2);
         keep(r);
         continue;
       }
@@ -732,18 +772,24 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
   // What a user gets: the shipped profile `cost` picks for this GPU (its own, its architecture's, or
   // the one over every architecture).
   const std::optional<EfficiencyProfile> shipped = efficiency_for(gpu, bundled_efficiency());
+  // A GEMM row's input quantisation: under the shipped elementwise parameters, and for the refit under
+  // those refitted on the folder's own elementwise rows where it has them.
+  const QuantEfficiency shipped_quant = shipped ? shipped->kernel(KernelFamily::elementwise) : std::nullopt;
+  set_quant_times(rows, shipped_quant);
   for (Row& r : rows)
     if (shipped)
       if (const auto& k = shipped->kernel(*parse_kernel_family(r.kernel)))
         r.default_s = row_time(r, *k);
   std::vector<GpuKernelFit> fits;
-  for (const char* k : kKernels) {
+  for (const char* k : kFitOrder) {
     const auto train = select(rows, k, [](const Row& r) { return r.train; });
     if (train.empty()) continue;
     fits.push_back(fit(k, train));
     for (Row& r : rows)
       if (r.kernel == k) r.fit_s = model_time(r, fits.back());
+    if (std::string(k) == kElementwise) set_quant_times(rows, fits.back().eff);
   }
+  std::stable_sort(fits.begin(), fits.end(), [](const GpuKernelFit& a, const GpuKernelFit& b) { return report_place(a.kernel) < report_place(b.kernel); });
 
   Table t{.name = "against", .title = fmt::format("Published timings on {}, predicted", gpu.name),
           .columns = {{"file", "file", Unit::text}, {"kernel", "kernel", Unit::text}, {"batch", "batch", Unit::count}, {"len", "kv/seq len", Unit::count},
@@ -793,7 +839,9 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
                                "time = t_fixed + batch·t_seq + max(F / (peak·η_c·w), B / (bandwidth·η_m·w)), w = CTAs / (⌈CTAs / SMs⌉·SMs) (fp8 rows: the fp8 "
                                "peak and, where the rows hold both dtypes, their own η_c); decode CTAs = "
                                "batch × ⌈heads/64⌉ × ⌈kv_len/64⌉ (split-KV; without split-KV batch × ⌈heads/64⌉, each reading its sequence's cache, and no faster than one CTA at bandwidth/SMs); prefill CTAs = batch × ⌈S/128⌉ × heads, and a causal prefill lasts "
-                               "at least as long as its longest CTA.\n\n",
+                               "at least as long as its longest CTA. A GEMM row whose call quantises its bf16 input first (`act_quant` timed: m·k values, "
+                               "2 bytes read and 1 + 4/128 written each) adds that kernel's time under the elementwise parameters: the shipped "
+                               "profile's for the default, the refit's where the folder times elementwise rows.\n\n",
                                gpu.name, dir.string(), gpu.source, m.name, shipped ? shipped->describe() : std::string("none bundled"));
   md += unread_note(unread);
   md += md_section(err);
@@ -873,7 +921,11 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
       }
     }
   };
-  for (const char* k : kKernels) {
+  // Each GPU's elementwise parameters its GEMM rows' input quantisation is timed with: in a fit, its
+  // own (even rows), else those over every GPU; predicting it left out, those fitted without it.
+  std::vector<QuantEfficiency> quant_own(gpus.size()), quant_left_out(gpus.size());
+  QuantEfficiency quant_all;
+  for (const char* k : kFitOrder) {
     // Each GPU's own fit (even rows) first: it also finds whether the GPU's decode kernel splits keys,
     // and the fits over several GPUs then time each GPU's rows with its own kernel.
     std::vector<std::optional<GpuKernelFit>> in_tables(gpus.size());
@@ -908,9 +960,14 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
         logo_fits.push_back({fmt::format("{} (for {})", on, gpus[g].name), *logo});
       }
       const GpuKernelFit& in_table = *in_tables[g];
+      if (std::string(k) == kElementwise) quant_own[g] = in_tables[g]->eff, quant_left_out[g] = logo ? QuantEfficiency{logo->eff} : std::nullopt;
       for (Row& r : mine) {
         if (r.kernel != k) continue;
-        if (logo) r.logo_s = model_time(r, *logo);
+        if (logo) {
+          Row left_out = r;
+          set_quant_times_one(left_out, quant_left_out[g]);
+          r.logo_s = model_time(left_out, *logo);
+        }
         r.fit_s = model_time(r, in_table);
         // The nearest row of another GPU (same kernel and cache dtype) in log shape, scaled by the
         // two rows' speed-of-light ratio.
@@ -951,11 +1008,26 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
       // An architecture whose GPUs time the family on too few rows leaves it to the profile over all.
       if (!arch.empty() && every.size() < kMinArchitectureRows) continue;
       all_fits.push_back({fmt::format("{}: {}", arch.empty() ? "any architecture" : arch, on), fit(k, every)});
+      if (arch.empty() && std::string(k) == kElementwise) quant_all = all_fits.back().second.eff;
       add_to_profile(arch.empty() ? "any" : arch, arch.empty() ? "any" : "architecture", members, k, all_fits.back().second);
     }
     for (std::size_t g = 0; g < gpus.size(); ++g)
       if (fittable(g) && !of_kernel(per_gpu[g], k).empty()) add_to_profile(dirs[g].filename().string(), "gpu", {g}, k, fit(k, of_kernel(per_gpu[g], k)));
+    if (std::string(k) == kElementwise)
+      for (std::size_t g = 0; g < gpus.size(); ++g) {
+        if (!quant_own[g]) quant_own[g] = quant_all;
+        if (!quant_left_out[g]) quant_left_out[g] = quant_all;
+        set_quant_times(per_gpu[g], quant_own[g]);
+      }
   }
+  auto in_report_order = [](std::vector<std::pair<std::string, GpuKernelFit>>& v) {
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return report_place(a.second.kernel) < report_place(b.second.kernel); });
+  };
+  in_report_order(logo_fits);
+  in_report_order(all_fits);
+  std::stable_sort(err.rows.begin(), err.rows.end(), [](const auto& a, const auto& b) {
+    return report_place(std::get<std::string>(a[1])) < report_place(std::get<std::string>(b[1]));
+  });
   const Table logo_t = fit_table("Fits for each left-out GPU (on the others' rows)", logo_fits);
   Table all_t = fit_table("Fits per architecture and over all GPUs that may be fitted (the profiles a default would ship)", all_fits);
   all_t.name = "fit_all";
@@ -966,7 +1038,9 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
                                "predicts this GPU's through its own datasheet peak, bandwidth, SM count and L2. Beside it: speed of light; lookup, "
                                "the nearest row of those same GPUs (same kernel and cache dtype, nearest in log batch, length, heads and query) "
                                "scaled by the two rows' speed-of-light ratio; and the refit on this GPU's own even rows, judged on its "
-                               "odd rows. H20 and H200 rows are never fitted on.\n\n",
+                               "odd rows. A GEMM row whose call quantises its input first (`act_quant` timed) adds that kernel's time under its GPU's "
+                               "own elementwise fit (over every GPU's where it has no elementwise rows; left out, the fit without it). "
+                               "H20 and H200 rows are never fitted on.\n\n",
                                root.string(), m.name, kMinArchitectureRows);
   md += unread_note(unread);
   if (!skipped.empty()) {
@@ -983,7 +1057,10 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
   AgainstRun out;
   out.files = {{"report.md", md}, {"transfer.csv", csv_of(err)}, {"fits.csv", csv_of(logo_t)}, {"fit.json", fj.dump(2) + "\n"}};
   out.summary = md_section(err);
-  for (auto& [name, p] : profiles) out.profiles.push_back(std::move(p));
+  for (auto& [name, p] : profiles) {
+    std::stable_sort(p.fitted_on.begin(), p.fitted_on.end(), [](const FittedTable& a, const FittedTable& b) { return report_place(a.kernel) < report_place(b.kernel); });
+    out.profiles.push_back(std::move(p));
+  }
   out.profile_problem = provenance_problem;
   return out;
 }

@@ -300,12 +300,7 @@ void add_dp_gather(const Ctx& c, LayerParts& L, double tokens, double width, dou
 // 128x128 block-scaled weights whose input is not already fp8 (SGLang at v0.4.9.post2, commit eb118d88:
 // sglang_per_token_group_quant_fp8, python/sglang/srt/layers/quantization/fp8_utils.py:238).
 void add_quant(const Ctx& c, LayerParts& L, double values, double micro) {
-  Op op;
-  op.id = OpId::act_quant;
-  op.flops = Flops{values};
-  op.bytes_read = BytesF{values * c.act_b};
-  op.bytes_written = BytesF{values * kBlockFp8ValueBytes};
-  L.ops.push_back({StepComponent::elementwise, op, micro});
+  L.ops.push_back({StepComponent::elementwise, act_quant_op(values, c.act_b), micro});
 }
 
 // MLA's kernels around the attention path, per layer of `tokens` tokens per rank (SGLang's
@@ -574,6 +569,12 @@ LinkSpec links_for(const HardwareSpec& hw, const StepOverheads& o) {
   l.normal = o.normal;
   l.source = o.source;
   return l;
+}
+
+Op act_quant_op(double values, double act_b) {
+  Op op = elementwise(OpId::act_quant, values, act_b);
+  op.bytes_written = BytesF{values * kBlockFp8ValueBytes};
+  return op;
 }
 
 AllToAllTime all_to_all_time(const AllToAll& a, const LinkSpec& l) {

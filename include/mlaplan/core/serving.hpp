@@ -80,6 +80,12 @@ struct LinkSpec {
 // Bytes per value of a block-fp8 dispatch: the fp8 value and its share of one fp32 scale per 128.
 inline constexpr double kBlockFp8ValueBytes = 1 + 4.0 / 128;
 
+// bf16 activations (act_b bytes each) to fp8 with one fp32 scale per 128 values: the kernel the
+// engines run before every GEMM on 128x128 block-scaled weights whose input is not already fp8, an
+// elementwise op of `values` reads and writes (SGLang: sglang_per_token_group_quant_fp8; TensorRT-LLM:
+// fp8_quantize_1x128 on Hopper, per_token_quant_and_transform ahead of DeepGEMM on Blackwell).
+Op act_quant_op(double values, double act_b);
+
 // One call of an expert-parallel all-to-all (dispatch or combine) as a rank sees it.
 struct AllToAll {
   bool low_latency = true;  // DeepEP low-latency kind (one message per token-expert pair) or normal
