@@ -435,16 +435,17 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
   s.write("t.csv", "kernel,m,n,k,dtype,latency_us,other_us\ngemm,64,128,7168,fp8_tensor,3,1\ngemm,128,128,7168,bf16,4,\n");
   CHECK(against_error(s.dir) == "(accepted)");
   // A GEMM row that quantises its input first: block fp8 only, `timed` or `none`, GEMM rows only.
-  s.write("t.csv", "kernel,m,n,k,dtype,latency_us,act_quant\ngemm,64,128,7168,fp8,3,yes\n");
-  CHECK(against_error(s.dir) == f + ": key 'act_quant' = yes: row 1: expected timed or none");
-  s.write("t.csv", "kernel,m,n,k,dtype,latency_us,act_quant\ngemm,64,128,7168,bf16,3,timed\n");
-  CHECK(against_error(s.dir) == f + ": key 'act_quant' = timed: row 1: only a block-fp8 GEMM (dtype fp8) quantises its input per 128 values");
-  s.write("t.csv", "kernel,m,n,k,dtype,latency_us,act_quant\ngemm,64,128,7168,fp8_tensor,3,timed\n");
-  CHECK(against_error(s.dir) == f + ": key 'act_quant' = timed: row 1: only a block-fp8 GEMM (dtype fp8) quantises its input per 128 values");
-  s.write("t.csv", "kernel,batch,kv_len,latency_us,act_quant\nabsorbed_decode,4,4096,30.5,timed\n");
-  CHECK(against_error(s.dir) == f + ": key 'act_quant' = timed: row 1: only gemm rows carry it");
-  s.write("t.csv", "kernel,m,n,k,dtype,latency_us,act_quant\ngemm,64,128,7168,fp8,3,timed\ngemm,128,128,7168,fp8,4,none\ngemm,128,256,7168,bf16,4,\n");
-  CHECK(against_error(s.dir) == "(accepted)");
+  const std::string gemm_header = "kernel,m,n,k,dtype,latency_us,act_quant\n";
+  const std::string block_only = ": key 'act_quant' = timed: row 1: only a block-fp8 GEMM (dtype fp8) quantises its input per 128 values";
+  for (const auto& [table, message] : std::vector<std::pair<std::string, std::string>>{
+           {gemm_header + "gemm,64,128,7168,fp8,3,yes\n", f + ": key 'act_quant' = yes: row 1: expected timed or none"},
+           {gemm_header + "gemm,64,128,7168,bf16,3,timed\n", f + block_only},
+           {gemm_header + "gemm,64,128,7168,fp8_tensor,3,timed\n", f + block_only},
+           {"kernel,batch,kv_len,latency_us,act_quant\nabsorbed_decode,4,4096,30.5,timed\n", f + ": key 'act_quant' = timed: row 1: only gemm rows carry it"},
+           {gemm_header + "gemm,64,128,7168,fp8,3,timed\ngemm,128,128,7168,fp8,4,none\ngemm,128,256,7168,bf16,4,\n", "(accepted)"}}) {
+    s.write("t.csv", table);
+    CHECK(against_error(s.dir) == message);
+  }
   // Per-tensor fp8 is a GEMM's kernel only.
   s.write("t.csv", "kernel,op,batch,heads,dtype,latency_us\nbmm,out_absorb_w_uv,4,128,fp8_tensor,6\n");
   CHECK(against_error(s.dir) == f + ": key 'dtype' = fp8_tensor: row 1: expected bf16 or fp8");

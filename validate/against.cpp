@@ -113,9 +113,11 @@ Table2 read_csv(const fs::path& p) {
 // The row's time under a family's parameters: the core's calibrated time (what `cost` predicts, but
 // for the L2 term: a table's repeated passes over one L2-sized tensor stream from the L2, a step's
 // ops from DRAM).
-double row_time(const Row& r, const KernelEfficiency& k) {
+// `quant_s`: the time of the row's input quantisation (default: the one set_quant_times gave it).
+double row_time(const Row& r, const KernelEfficiency& k, std::optional<double> quant_s = std::nullopt) {
   const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
-  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache).time().value + r.extra_s();
+  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache).time().value +
+         (r.other_s + quant_s.value_or(r.quant_s));
 }
 double model_time(const Row& r, const GpuKernelFit& f) { return row_time(r, f.eff); }
 
@@ -383,18 +385,18 @@ double sol_time(const Row& r) { return sol_of(r, r.op, r.peak) + r.other_s + (r.
 
 // The elementwise parameters a row's input quantisation is timed with; none: at speed of light.
 using QuantEfficiency = std::optional<KernelEfficiency>;
-// Sets quant_s of the rows that quantise their input: the act_quant kernel's calibrated time (as
-// `step` times it before a block-fp8 GEMM, but for the L2 term: the tables time one input again and
-// again).
-void set_quant_times_one(Row& r, const QuantEfficiency& e) {
-  if (!r.quant) return;
+// The time of a row's input quantisation (0 where it has none): the act_quant kernel's calibrated time
+// (as `step` times it before a block-fp8 GEMM, but for the L2 term: the tables time one input again
+// and again).
+double quant_time(const Row& r, const QuantEfficiency& e) {
+  if (!r.quant) return 0;
   const double bf16 = r.gpu->peak_flops(DType::bf16)->value;
   const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
-  r.quant_s = e ? calibrated_time(*r.quant, *e, FlopsPerSecond{bf16}, r.gpu->memory_bandwidth, sms, false, r.gpu->l2_cache).time().value
-                : sol_of(r, *r.quant, bf16);
+  return e ? calibrated_time(*r.quant, *e, FlopsPerSecond{bf16}, r.gpu->memory_bandwidth, sms, false, r.gpu->l2_cache).time().value
+           : sol_of(r, *r.quant, bf16);
 }
 void set_quant_times(std::vector<Row>& rows, const QuantEfficiency& e) {
-  for (Row& r : rows) set_quant_times_one(r, e);
+  for (Row& r : rows) r.quant_s = quant_time(r, e);
 }
 
 // A positive whole number from column `col`.
@@ -963,11 +965,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
       if (std::string(k) == kElementwise) quant_own[g] = in_tables[g]->eff, quant_left_out[g] = logo ? QuantEfficiency{logo->eff} : std::nullopt;
       for (Row& r : mine) {
         if (r.kernel != k) continue;
-        if (logo) {
-          Row left_out = r;
-          set_quant_times_one(left_out, quant_left_out[g]);
-          r.logo_s = model_time(left_out, *logo);
-        }
+        if (logo) r.logo_s = row_time(r, logo->eff, quant_time(r, quant_left_out[g]));
         r.fit_s = model_time(r, in_table);
         // The nearest row of another GPU (same kernel and cache dtype) in log shape, scaled by the
         // two rows' speed-of-light ratio.
