@@ -10,6 +10,7 @@
 #include <fstream>
 #include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <sys/wait.h>
@@ -916,4 +917,44 @@ TEST_CASE("Transfer: every GPU predicted from the others and never fitted on H20
     CHECK(fit_rows[i][0].rfind("H800 SXM5 80GB (for H20", 0) == 0);
   }
   CHECK_THROWS_WITH(validate_transfer(s.dir / "h800", load_model("deepseek-v3")), (s.dir / "h800").string() + ": needs folders of timings for at least two GPUs");
+}
+
+TEST_CASE("Transfer: an architecture's rows alone predict a left-out GPU only where they hold every dtype of the family", "[validate]") {
+  // Four GPUs time GEMMs on the same made-up law; H800 only in block fp8 (as DeepGEMM's tables), A100
+  // only in bf16 (it has no fp8 peak), the others in both. H800 then cannot speak for Hopper's bf16:
+  // H100 left out is fitted on every other GPU, while H800 left out is fitted on H100, its
+  // architecture's, alone; A100's bf16 is all Ampere runs, so its rows make the Ampere profile.
+  Scratch s("transfer-dtypes");
+  const auto table = [](std::vector<std::string> dtypes) {
+    std::string t = "kernel,m,n,k,dtype,latency_us\n";
+    for (const std::string& dtype : dtypes) {
+      for (int m : {1, 16, 128, 1024, 8192})
+        for (int n : {1024, 4096, 16384})
+          for (int k : {1024, 7168, 16384, 2048}) {
+            const double flops = 2.0 * m * n * k, bytes = (static_cast<double>(m) * k + static_cast<double>(n) * k) * (dtype == "bf16" ? 2 : 1);
+            t += fmt::format("gemm,{},{},{},{},{:.4f}\n", m, n, k, dtype, 4 + std::max(flops / 6e8, bytes / 2.5e6));
+          }
+    }
+    return t;
+  };
+  s.write("h100-sxm/gemm.csv", table({"bf16", "fp8"}));
+  s.write("b200/gemm.csv", table({"bf16", "fp8"}));
+  s.write("h800/gemm.csv", table({"fp8"}));
+  s.write("a100-80gb/gemm.csv", table({"bf16"}));
+  const AgainstRun r = validate_transfer(s.dir, load_model("deepseek-v3"));
+  std::string fits, report;
+  for (const auto& [name, text] : r.files) {
+    if (name == "fits.csv") fits = text;
+    if (name == "report.md") report = text;
+  }
+  std::set<std::string> fitted_on;
+  for (const auto& row : parse_csv(fits)) fitted_on.insert(row[0]);
+  INFO(fits);
+  CHECK(fitted_on.count("A100 SXM4 80GB + B200 180GB + H800 SXM5 80GB (for H100 SXM5 80GB)") == 1);
+  CHECK(fitted_on.count("H100 SXM5 80GB (for H800 SXM5 80GB)") == 1);
+  CHECK(fitted_on.count("A100 SXM4 80GB + H100 SXM5 80GB + H800 SXM5 80GB (for B200 180GB)") == 1);
+  // The profiles a default ships: Hopper's GEMM over both Hopper GPUs (H100 holds every dtype),
+  // Ampere's over A100's bf16.
+  CHECK(report.find("hopper: H100 SXM5 80GB + H800 SXM5 80GB") != std::string::npos);
+  CHECK(report.find("ampere: A100 SXM4 80GB") != std::string::npos);
 }

@@ -35,7 +35,7 @@ constexpr const char* kDecode = "absorbed_decode";
 // The rows an architecture's GPUs must hold of a family for its profile (and a left-out GPU's
 // transfer) to be fitted on them alone: ten per parameter of the five fitted at once. Fewer (H800's
 // 41 latent decode and 5 prefill rows, without H100's) leave the family to the fit over every
-// architecture, which adds the other GPUs' rows.
+// architecture, which adds the other GPUs' rows; so do rows that miss a dtype (architecture_suffices).
 constexpr std::size_t kMinArchitectureRows = 50;
 constexpr const char* kPrefill = "expanded_prefill";
 constexpr const char* kGemm = "gemm";
@@ -685,6 +685,26 @@ std::vector<const Row*> of_kernel(const std::vector<Row>& rows, const std::strin
   return select(rows, kernel, [](const Row&) { return true; });
 }
 
+// The dtypes rows time (a GEMM's bf16, block fp8 or per-tensor fp8; an attention's cache dtype).
+std::set<std::string> dtypes_of(const std::vector<const Row*>& rows) {
+  std::set<std::string> out;
+  for (const Row* r : rows) out.insert(r->kv_dtype);
+  return out;
+}
+
+// Whether one architecture's rows may be fitted alone for a family: enough of them
+// (kMinArchitectureRows), and of every dtype the family's rows on all GPUs time that the
+// architecture runs (fp8 only where it has an fp8 peak), since a fit can only find the efficiency of
+// a dtype it has rows of (H800's GEMM tables are DeepGEMM's block fp8 alone; A100's attention bf16).
+bool architecture_suffices(const std::vector<const Row*>& arch_rows, const std::vector<const Row*>& all_rows, const HardwareSpec& arch_gpu) {
+  if (arch_rows.size() < kMinArchitectureRows) return false;
+  const std::set<std::string> have = dtypes_of(arch_rows);
+  const bool fp8 = arch_gpu.peak_flops(DType::fp8).has_value();
+  for (const std::string& d : dtypes_of(all_rows))
+    if ((fp8 || d.rfind("fp8", 0) != 0) && !have.count(d)) return false;
+  return true;
+}
+
 double ape_of(double predicted, double measured) { return std::fabs(predicted - measured) / measured; }
 
 // Errors of the rows that have the prediction (a GPU left out with no other GPU to fit on has none).
@@ -944,10 +964,14 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
       // Transfer: from the other GPUs of the same architecture where they hold enough of the family's
       // rows (kMinArchitectureRows), else from all, as the profiles a default ships are chosen.
       auto has_rows = [&](std::size_t o) { return o != g && fittable(o) && !of_kernel(per_gpu[o], k).empty(); };
-      std::size_t same_rows = 0;
-      for (std::size_t o = 0; o < gpus.size(); ++o)
-        if (has_rows(o) && !gpus[g].architecture.empty() && gpus[o].architecture == gpus[g].architecture) same_rows += of_kernel(per_gpu[o], k).size();
-      const bool same_arch = same_rows >= kMinArchitectureRows;
+      std::vector<const Row*> same_rows, other_rows;
+      for (std::size_t o = 0; o < gpus.size(); ++o) {
+        if (!has_rows(o)) continue;
+        const auto part = of_kernel(per_gpu[o], k);
+        other_rows.insert(other_rows.end(), part.begin(), part.end());
+        if (!gpus[g].architecture.empty() && gpus[o].architecture == gpus[g].architecture) same_rows.insert(same_rows.end(), part.begin(), part.end());
+      }
+      const bool same_arch = architecture_suffices(same_rows, other_rows, gpus[g]);
       std::vector<const Row*> others;
       std::string on;
       for (std::size_t o = 0; o < gpus.size(); ++o)
@@ -988,8 +1012,13 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
     // The profiles a default would ship: one per architecture with measurements, and one over all
     // for architectures without.
     std::set<std::string> archs{""};
+    std::vector<const Row*> family;  // every fittable GPU's rows of it
     for (std::size_t g = 0; g < gpus.size(); ++g)
-      if (fittable(g)) archs.insert(gpus[g].architecture);
+      if (fittable(g)) {
+        archs.insert(gpus[g].architecture);
+        const auto part = of_kernel(per_gpu[g], k);
+        family.insert(family.end(), part.begin(), part.end());
+      }
     for (const std::string& arch : archs) {
       std::vector<const Row*> every;
       std::vector<std::size_t> members;
@@ -1003,8 +1032,9 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
           every.insert(every.end(), part.begin(), part.end());
         }
       if (every.empty()) continue;
-      // An architecture whose GPUs time the family on too few rows leaves it to the profile over all.
-      if (!arch.empty() && every.size() < kMinArchitectureRows) continue;
+      // An architecture whose GPUs time the family on too few rows, or not in every dtype, leaves it to
+      // the profile over all.
+      if (!arch.empty() && !architecture_suffices(every, family, gpus[members.front()])) continue;
       all_fits.push_back({fmt::format("{}: {}", arch.empty() ? "any architecture" : arch, on), fit(k, every)});
       if (arch.empty() && std::string(k) == kElementwise) quant_all = all_fits.back().second.eff;
       add_to_profile(arch.empty() ? "any" : arch, arch.empty() ? "any" : "architecture", members, k, all_fits.back().second);
@@ -1032,7 +1062,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
 
   std::string md = fmt::format("# Leave one GPU out: published MLA kernel timings against mlaplan\n\nFolders under `{}`, one per GPU; MLA "
                                "dimensions of {}. For each GPU the efficiency model (see `mlaplan-validate --against`) is fitted on the other "
-                               "GPUs' rows (those of its architecture where they hold {} rows of the kernel family or more, else all) and "
+                               "GPUs' rows (those of its architecture where they hold {} rows of the kernel family or more in every dtype the family is timed in, else all) and "
                                "predicts this GPU's through its own datasheet peak, bandwidth, SM count and L2. Beside it: speed of light; lookup, "
                                "the nearest row of those same GPUs (same kernel and cache dtype, nearest in log batch, length, heads and query) "
                                "scaled by the two rows' speed-of-light ratio; and the refit on this GPU's own even rows, judged on its "
