@@ -343,12 +343,16 @@ TEST_CASE("latent decode without split-KV: one CTA per sequence and head tile wa
   CHECK(un.waves == Approx(2.0 / 108));
   CHECK(un.memory.value == Approx(cta_bytes * 108 / (2.039e12 * 0.5)));
   CHECK(un.memory.value == Approx(1.0145e-3).epsilon(0.001));
-  // Split: 256 CTAs on 108 SMs, w = 256 / 324; the cache once: far faster.
+  // Split: 256 CTAs on 108 SMs, w = 256 / 324; the cache once, and the partial outputs of its pieces:
+  // 54 parts, a payload of max(⌈133 / 54⌉ + 5, 10) = 10, 26 pieces of 5 blocks (and the overhead),
+  // each writing 128 rows of 2,052 bytes for the combine kernel to read back, 26 · 2 · 128 · 2,052 =
+  // 13,658,112 bytes, more than the 9.4 MB of cache: still 35x faster.
   k.split_kv = true;
   const CalibratedTime sp = calibrated_time(att, k, FlopsPerSecond{312e12}, bw, 108, false, Bytes{0});
   CHECK(sp.waves == Approx(256.0 / 324));
-  CHECK(sp.memory.value == Approx(att.bytes().value * 324 / 256 / (2.039e12 * 0.5)));
-  CHECK(sp.memory.value < un.memory.value / 50);
+  CHECK(latent_partition(tl, 108, true)->split_pieces == 26);
+  CHECK(sp.memory.value == Approx((att.bytes().value + 13658112.0) * 324 / 256 / (2.039e12 * 0.5)));
+  CHECK(sp.memory.value < un.memory.value / 30);
 }
 
 TEST_CASE("latent decode under split-KV: FlashMLA's partition sets the per-sequence cost", "[efficiency][example]") {
@@ -379,6 +383,27 @@ TEST_CASE("latent decode under split-KV: FlashMLA's partition sets the per-seque
                      .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.8, .rows = 1};
   CHECK(calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0}).fixed.value == Approx(45e-6));
   CHECK(calibrated_time(att, k, FlopsPerSecond{148e12}, BytesPerSecond{4.0e12}, 78, false, Bytes{0}).fixed.value == Approx(66e-6));
+  // The pieces of split sequences write fp32 partial outputs (r·4 + 4 = 2,052 bytes per query row and
+  // head) that the combine kernel reads back: on 132 SMs 126 sequences split in two, 252 pieces of 2 ·
+  // 16 · 2,052 = 65,664 bytes, 16,547,328 bytes beside the op's own (at the launch's memory wave
+  // efficiency w_m).
+  CHECK(att.tiling.latent_partial_bytes == Approx(512 * 65664.0));
+  CHECK(latent_partition(att.tiling, 132, true)->split_pieces == 252);
+  const CalibratedTime split = calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0});
+  CHECK(split.memory.value == Approx((att.bytes().value + 16547328.0) / (3.35e12 * 0.8 * split.memory_waves)));
+  // One sequence of 131,072 keys at 128 heads: 2,048 + 5 blocks over 66 parts, a payload of 37; the
+  // first 63 parts take 32 blocks each, the 64th the last 32 and the overhead: 64 pieces of 2 · 128 ·
+  // 2,052 = 525,312 bytes, 33,619,968 in all: 22% of its 151 MB cache read, 20 µs at 1.675 TB/s in a
+  // full wave.
+  const Op one = latent_attention(m, 1, {SequenceGroup{1, 1, 131071}});
+  p = latent_partition(one.tiling, 132, true);
+  REQUIRE(p);
+  CHECK(p->payload == 37);
+  CHECK(p->split_pieces == 64);
+  k.eta_memory = 0.5;
+  const CalibratedTime single = calibrated_time(one, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0});
+  CHECK(single.memory.value == Approx((one.bytes().value + 33619968.0) / (1.675e12 * single.memory_waves)));
+  k.eta_memory = 0.8;
   // A kernel that does not split keys: one CTA per sequence (one tile each), 512 CTAs in waves over
   // 132 SMs, the busiest starting ⌈512 / 132⌉ = 4; on 78 SMs ⌈512 / 78⌉ = 7.
   k.split_kv = false;
@@ -454,6 +479,10 @@ TEST_CASE("FlashMLA's partition on every bundled MLA model deals every block and
                 CHECK(p->pieces >= 1);
                 CHECK(p->pieces <= op.tiling.sequences);
                 CHECK(p->pieces * kLatentOverheadBlocks <= p->payload);  // the fullest part holds its payload
+                // A part writes at most two pieces of split sequences (the rest of one, a piece of the
+                // next); a split sequence has two pieces or more.
+                CHECK(p->split_pieces <= 2 * p->parts);
+                CHECK((p->split_pieces == 0 || p->split_pieces >= 2));
                 // A part starts at most the rest of a split sequence, the whole ones its payload holds
                 // and a piece of the next. (Not monotone in the SMs: 64 sequences of 64 blocks start 2
                 // on a part of 148 SMs' 35-block payloads, 1 on 132's 39.)

@@ -162,11 +162,16 @@ namespace {
 // blocks each: a part finishes the sequence the previous one split (its rest and the overhead again),
 // takes the whole sequences that fit, then a piece of the next where more than the overhead is left.
 // The most sequences (or pieces of one) any part starts: a part that begins mid-sequence starts one
-// more than the first. The fits time each row thousands of times, so the last few thousand answers
-// are kept per thread (a pure function of its four arguments).
-double fullest_part_pieces(double n, double sequences, double parts, double payload) {
+// more than the first; and the pieces of split sequences over all parts (each writes a partial output
+// the combine kernel merges). The fits time each row thousands of times, so the last few thousand
+// answers are kept per thread (a pure function of its four arguments).
+struct PartPieces {
+  double most = 0, split = 0;
+};
+PartPieces fullest_part_pieces(double n, double sequences, double parts, double payload) {
   struct Entry {
-    double n = -1, sequences = -1, parts = -1, payload = -1, pieces = 0;
+    double n = -1, sequences = -1, parts = -1, payload = -1;
+    PartPieces pieces;
   };
   constexpr std::size_t kSlots = 4096;
   thread_local std::array<Entry, kSlots> memo{};
@@ -175,19 +180,19 @@ double fullest_part_pieces(double n, double sequences, double parts, double payl
   Entry& e = memo[slot];
   if (e.n == n && e.sequences == sequences && e.parts == parts && e.payload == payload) return e.pieces;
   constexpr double o = kLatentOverheadBlocks;
-  double most = 0, done = 0, cur = 0;  // sequences dealt; blocks dealt of the next one
+  double most = 0, split = 0, done = 0, cur = 0;  // sequences dealt; blocks dealt of the next one
   for (double part = 0; part < parts && done < sequences; ++part) {
     double remain = payload, pieces = 0;
-    if (cur > 0 && remain >= n - cur + o) remain -= n - cur + o, pieces = 1, done += 1, cur = 0;
+    if (cur > 0 && remain >= n - cur + o) remain -= n - cur + o, pieces = 1, split += 1, done += 1, cur = 0;  // a split one's last piece
     if (cur == 0) {
       const double whole = std::min(sequences - done, std::floor(remain / (n + o)));
       remain -= whole * (n + o), pieces += whole, done += whole;
     }
-    if (done < sequences && remain - o > 0) cur += remain - o, pieces += 1;
+    if (done < sequences && remain - o > 0) cur += remain - o, pieces += 1, split += 1;  // a piece of one that does not fit
     most = std::max(most, pieces);
   }
-  e = Entry{n, sequences, parts, payload, most};
-  return most;
+  e = Entry{n, sequences, parts, payload, {most, split}};
+  return e.pieces;
 }
 
 }  // namespace
@@ -208,7 +213,9 @@ std::optional<LatentPartition> latent_partition(const Tiling& t, double sms, boo
   p.ctas = p.parts * tiles;
   const double total = t.latent_key_blocks + o * t.sequences;
   p.payload = std::max(std::ceil(total / p.parts) + o, 2 * o);
-  p.pieces = fullest_part_pieces(t.latent_key_blocks / t.sequences, t.sequences, p.parts, p.payload);
+  const PartPieces pp = fullest_part_pieces(t.latent_key_blocks / t.sequences, t.sequences, p.parts, p.payload);
+  p.pieces = pp.most;
+  p.split_pieces = pp.split;
   return p;
 }
 
@@ -236,11 +243,15 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
     double memory = tl.unsplit_bytes / (bandwidth.value * k.eta_memory * t.memory_waves);
     if (sms > 0) memory = std::max(memory, tl.unsplit_longest_bytes / (bandwidth.value * std::min(1.0, k.memory_reach / sms) * k.eta_memory));
     t.memory = Seconds{memory};
-  } else {
-    t.l2_resident = fits_l2(op, k, l2);
-    t.memory = Seconds{op.bytes().value / (bandwidth.value * k.eta_memory * t.memory_waves * (t.l2_resident ? k.l2_speedup : 1))};
   }
   const std::optional<LatentPartition> part = latent_partition(tl, sms, k.split_kv);
+  if (!unsplit) {
+    // A split latent launch also writes each split sequence's pieces' partial outputs and its combine
+    // kernel reads them back: at batch 1, 128 heads and 66 parts of H100's SMs, 35 MB, 11 µs.
+    const double partials = part && part->parts >= 1 && tl.sequences > 0 ? part->split_pieces * tl.latent_partial_bytes / tl.sequences : 0;
+    t.l2_resident = fits_l2(op, k, l2);
+    t.memory = Seconds{(op.bytes().value + partials) / (bandwidth.value * k.eta_memory * t.memory_waves * (t.l2_resident ? k.l2_speedup : 1))};
+  }
   t.serial = k.serial_memory;
   t.launches = tl.kernel_launches();
   t.mmha = launch.mmha;

@@ -238,6 +238,7 @@ Op latent_attention(OpId id, const MlaGeometry& g, const BatchTotals& t, double 
   op.bytes_read = op.cache_bytes_read + BytesF{t.new_tokens * g.heads * (g.r + g.d_r) * g.act_bytes};
   const double rows = t.new_tokens * g.heads;
   op.bytes_written = BytesF{splits > 1 ? splits * rows * (g.r * 4 + 4) : rows * g.r * g.act_bytes};
+  if (splits > 1) op.tiling.latent_partial_bytes = 0;  // counted in its bytes, merged by split_kv_merge
   return op;
 }
 
@@ -263,6 +264,7 @@ Tiling latent_tiling(const MlaGeometry& g, const Workload& w, double topk) {
     t.unsplit_longest_bytes = std::max(t.unsplit_longest_bytes, cta_bytes);
     // The split launch: this group's key blocks; FlashMLA pads every sequence to the most query tiles.
     t.latent_key_blocks += b * std::ceil(keys / kLatentKeys);
+    t.latent_partial_bytes += b * 2 * rows * (g.r * 4 + 4);
     if (b > 0) t.latent_m_tiles = std::max(t.latent_m_tiles, tiles);
   }
   return t;

@@ -226,6 +226,7 @@ struct LatentPartition {
   double ctas = 0;     // parts · m-tiles (no part: every sequence's own tiles, Tiling::unsplit_ctas)
   double payload = 0;  // blocks (overheads counted) dealt to a part
   double pieces = 0;   // sequences or pieces of one the fullest part (or the busiest SM) starts
+  double split_pieces = 0;  // pieces of split sequences over all parts: each a partial output to combine
 };
 // nullopt where the op is not latent attention (latent_key_blocks 0) or the SMs are unknown.
 std::optional<LatentPartition> latent_partition(const Tiling& t, double sms, bool split_kv);

@@ -85,6 +85,11 @@ struct Tiling {
   // 0: not a latent attention op.
   double latent_key_blocks = 0;
   double latent_m_tiles = 0;
+  // ... and over the batch's sequences, the bytes one piece of a split sequence moves beyond the cache:
+  // its fp32 partial output and log-sum-exp per query row and head (r·4 + 4), written by the kernel
+  // and read back by FlashMLA's combine kernel (flash_fwd_mla_combine). 0: none (an op whose bytes
+  // already count its split partials, kv_splits > 1).
+  double latent_partial_bytes = 0;
 };
 
 // TensorRT-LLM's decode attention (NVIDIA/TensorRT-LLM; the aiconfigurator tables that fit the
