@@ -972,14 +972,10 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
         if (!gpus[g].architecture.empty() && gpus[o].architecture == gpus[g].architecture) same_rows.insert(same_rows.end(), part.begin(), part.end());
       }
       const bool same_arch = architecture_suffices(same_rows, other_rows, gpus[g]);
-      std::vector<const Row*> others;
+      const std::vector<const Row*>& others = same_arch ? same_rows : other_rows;
       std::string on;
       for (std::size_t o = 0; o < gpus.size(); ++o)
-        if (has_rows(o) && (!same_arch || gpus[o].architecture == gpus[g].architecture)) {
-          const auto part = of_kernel(per_gpu[o], k);
-          if (!part.empty()) on += (on.empty() ? "" : " + ") + gpus[o].name;
-          others.insert(others.end(), part.begin(), part.end());
-        }
+        if (has_rows(o) && (!same_arch || gpus[o].architecture == gpus[g].architecture)) on += (on.empty() ? "" : " + ") + gpus[o].name;
       std::optional<GpuKernelFit> logo;
       if (!others.empty()) {
         logo = fit(k, others);

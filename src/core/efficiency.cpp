@@ -248,7 +248,7 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   if (!unsplit) {
     // A split latent launch also writes each split sequence's pieces' partial outputs and its combine
     // kernel reads them back: at batch 1, 128 heads and 66 parts of H100's SMs, 35 MB, 11 µs.
-    const double partials = part && part->parts >= 1 && tl.sequences > 0 ? part->split_pieces * tl.latent_partial_bytes / tl.sequences : 0;
+    const double partials = part ? part->split_pieces * tl.latent_partial_bytes / tl.sequences : 0;  // no part: no split piece
     t.l2_resident = fits_l2(op, k, l2);
     t.memory = Seconds{(op.bytes().value + partials) / (bandwidth.value * k.eta_memory * t.memory_waves * (t.l2_resident ? k.l2_speedup : 1))};
   }
