@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -146,10 +147,31 @@ TEST_CASE("The cache level: from a copy sweep, and the bandwidth an op's working
   // A sweep like this machine's: 4 MiB at 2.5x DRAM, falling past 16 MiB.
   const std::vector<std::pair<double, double>> sweep{{1 * mib, 4.0 * dram}, {2 * mib, 2.7 * dram}, {4 * mib, 2.5 * dram}, {8 * mib, 2.6 * dram},
                                                      {16 * mib, 2.6 * dram}, {32 * mib, 1.5 * dram}, {64 * mib, 1.1 * dram}};
-  // The geometric mean of 2.5x and 1x DRAM is 1.58x: 32 MiB at 1.5x is past it, 16 MiB the capacity.
+  // Shares of hits from 4 MiB: 1 while a size copies at least as fast as at 4 MiB (8 and 16 MiB copy
+  // faster, clamped); at 32 MiB time per byte 1/1.5 = h/2.5 + (1 − h): h = (1 − 1/1.5) / (1 − 1/2.5) =
+  // 5/9; at 64 MiB (1 − 1/1.1) / 0.6. The capacity: 16 MiB, the last with 3/4 hits.
   const CacheLevel c = cache_level(sweep, rf.bandwidth);
   CHECK(c.bytes == 16 * mib);
   CHECK(c.bandwidth.value == Approx(2.5 * dram));
+  REQUIRE(c.hits.size() == 5);
+  CHECK(c.hits[0] == std::pair<double, double>{4 * mib, 1.0});
+  CHECK(c.hits[2] == std::pair<double, double>{16 * mib, 1.0});
+  CHECK(c.hits[3].second == Approx(5.0 / 9));
+  CHECK(c.hits[4].second == Approx((1 - 1 / 1.1) / 0.6));
+  CHECK(describe(c) == fmt::format("{:.0f} GB/s up to 16 MiB (copy's share of hits: 100% at 4 MiB, 100% at 8 MiB, 100% at 16 MiB, 56% at 32 MiB, 15% at 64 MiB)",
+                                   2.5 * dram / 1e9));
+  CHECK(describe(CacheLevel{}) == "none");
+  // A 32 MiB copy at 1.7x DRAM (h = 0.69) is past the geometric mean of 2.5x and 1x (1.58x) but still
+  // short of 3/4 hits: the capacity stays at 16 MiB. At 2x (h = 5/6) it reaches 32 MiB.
+  auto with32 = [&](double at32) {
+    std::vector<std::pair<double, double>> s = sweep;
+    s[5].second = at32 * dram;
+    return cache_level(s, rf.bandwidth).bytes;
+  };
+  CHECK(with32(1.7) == 16 * mib);
+  CHECK(with32(2.0) == 32 * mib);
+  // A size past a miss does not count, however fast it copies: 64 MiB at 2x after 32 MiB at 1.5x.
+  CHECK(cache_level({{4 * mib, 2.5 * dram}, {32 * mib, 1.5 * dram}, {64 * mib, 2.0 * dram}}, rf.bandwidth).bytes == 4 * mib);
   CHECK(stream_bandwidth(16 * mib, c, rf).value == Approx(2.5 * dram));
   CHECK(stream_bandwidth(16 * mib + 1, c, rf).value == dram);
   CHECK(stream_bandwidth(1e12, CacheLevel{}, rf).value == dram);

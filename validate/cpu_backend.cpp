@@ -139,15 +139,14 @@ MeasuredRun measure_cpu(const CpuOptions& opt, const std::function<void(const st
   // The cache level: copy bandwidth from 1 MiB to 64 MiB working sets.
   std::vector<std::pair<double, double>> sweep;
   for (std::size_t mib = 1; mib <= 64; mib *= 2) sweep.push_back({static_cast<double>(mib << 20), measure_copy(mib << 20)});
-  mr.cache = cache_level(sweep, cpu.memory_bandwidth);
+  mr.cache = cache_level(sweep, BytesPerSecond{stream.copy_bytes_per_s});
   std::string swept;
   for (const auto& [bytes, bw] : sweep) swept += fmt::format("{}{:.0f} MiB {:.0f}", swept.empty() ? "" : ", ", bytes / (1 << 20), bw / 1e9);
   mr.calibration = fmt::format("triad {:.1f} GB/s (read {:.1f}, copy {:.1f}); fp32 GEMM {:.1f} GFLOP/s; ridge {:.1f} FLOP/B; copy by working set "
                                "(GB/s): {}; cache level: {}",
                                stream.triad_bytes_per_s / 1e9, stream.read_bytes_per_s / 1e9, stream.copy_bytes_per_s / 1e9,
                                gemm / 1e9, mr.rf.ridge(), swept,
-                               mr.cache.bytes > 0 ? fmt::format("{:.0f} GB/s up to {:.0f} MiB", mr.cache.bandwidth.value / 1e9, mr.cache.bytes / (1 << 20))
-                                                  : std::string("none"));
+                               describe(mr.cache));
 
   // 3. The grid: heads per rank as DeepSeek-V3's 128 under TP 16/8/4, batch, query and prefix.
   Grid grid = checkerboard_grid(opt.quick ? std::vector<int>{8, 16} : std::vector<int>{8, 16, 32},

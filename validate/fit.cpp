@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include <fmt/format.h>
+
 namespace mlaplan::validate {
 
 double log_error_sq(Seconds predicted, Seconds measured) {
@@ -81,16 +83,29 @@ BytesPerSecond stream_bandwidth(double working_set, const CacheLevel& cache, con
   return cache.bytes > 0 && working_set <= cache.bytes ? cache.bandwidth : rf.bandwidth;
 }
 
-CacheLevel cache_level(const std::vector<std::pair<double, double>>& sweep, BytesPerSecond dram) {
+CacheLevel cache_level(const std::vector<std::pair<double, double>>& sweep, BytesPerSecond dram_copy) {
   double at4 = 0;
   for (const auto& [bytes, bw] : sweep)
     if (bytes <= 4.0 * (1 << 20)) at4 = bw;
-  if (!(at4 > 1.3 * dram.value)) return {};
-  const double mid = std::sqrt(at4 * dram.value);
-  CacheLevel c{.bytes = 0, .bandwidth = BytesPerSecond{at4}};
-  for (const auto& [bytes, bw] : sweep)
-    if (bw >= mid) c.bytes = bytes;
+  if (!(at4 > 1.3 * dram_copy.value)) return {};
+  CacheLevel c{.bytes = 0, .bandwidth = BytesPerSecond{at4}, .hits = {}};
+  // Each swept size's share of hits: its copy time per byte is h / (the level's) + (1 − h) / (DRAM's).
+  bool resident = true;
+  for (const auto& [bytes, bw] : sweep) {
+    if (bytes < 4.0 * (1 << 20)) continue;
+    const double h = std::clamp((1 / bw - 1 / dram_copy.value) / (1 / at4 - 1 / dram_copy.value), 0.0, 1.0);
+    c.hits.push_back({bytes, h});
+    resident = resident && h >= 0.75;
+    if (resident) c.bytes = bytes;
+  }
   return c;
+}
+
+std::string describe(const CacheLevel& c) {
+  if (c.bytes <= 0) return "none";
+  std::string shares;
+  for (const auto& [bytes, h] : c.hits) shares += fmt::format("{}{:.0f}% at {:.0f} MiB", shares.empty() ? "" : ", ", 100 * h, bytes / (1 << 20));
+  return fmt::format("{:.0f} GB/s up to {:.0f} MiB (copy's share of hits: {})", c.bandwidth.value / 1e9, c.bytes / (1 << 20), shares);
 }
 
 Seconds predict(const KernelFit& f, Flops flops, BytesF bytes, KernelWork work, const Roofline& rf, BytesPerSecond bandwidth) {

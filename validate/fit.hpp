@@ -3,6 +3,7 @@
 // by --against, and the error statistics both report.
 #include <cstddef>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "harness.hpp"
@@ -31,11 +32,14 @@ std::vector<double> geometric_axis(double lo, double hi, int steps);
 // reads from where the operand lives, so at a fraction of the same cache-or-DRAM bandwidth.
 // The bandwidth an op's traffic streams at: the cache's where its working set fits, else DRAM's.
 BytesPerSecond stream_bandwidth(double working_set, const CacheLevel& cache, const Roofline& rf);
-// The level from a copy sweep (working set, bytes per second) ascending in size, against DRAM's
-// bandwidth: the bandwidth at 4 MiB (past a core's L2, within a last-level cache), and as capacity the
-// largest set that still copies faster than the geometric mean of that and DRAM's; none where the
-// cache is not 30% faster than DRAM.
-CacheLevel cache_level(const std::vector<std::pair<double, double>>& sweep, BytesPerSecond dram);
+// The level from a copy sweep (working set, bytes per second, ascending in size) against DRAM's copy
+// bandwidth: the bandwidth at 4 MiB (past a core's L2, within a last-level cache); at each swept size
+// from 4 MiB, the share h of hits that puts its copy time per byte, h / (the level's) + (1 − h) /
+// (DRAM's), where it was measured (clamped to [0, 1]); as capacity the largest size up to which every
+// swept size has at least 3/4 hits. None where the cache is not 30% faster than DRAM.
+CacheLevel cache_level(const std::vector<std::pair<double, double>>& sweep, BytesPerSecond dram_copy);
+// One line for a report: the level's bandwidth and capacity, and the swept shares of hits.
+std::string describe(const CacheLevel& c);
 
 struct KernelFit {
   OpId op = OpId::q_proj;

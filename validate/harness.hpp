@@ -20,10 +20,12 @@ namespace mlaplan::validate {
 
 // A memory level above DRAM that an op's repeated runs stay in when their working set fits: a CPU's
 // last-level cache, calibrated by a copy sweep (`bytes` 0: none, every op streams from DRAM; GPU runs
-// flush L2 or time past it).
+// flush L2 or time past it). `hits`: the share of each swept size's copy that the level served, which
+// `bytes` is read from (kept for the report).
 struct CacheLevel {
   double bytes = 0;
   BytesPerSecond bandwidth{0};
+  std::vector<std::pair<double, double>> hits;  // (working set in bytes, share of its bytes that hit)
 };
 
 // One timed op (or whole path) at one shape, with its predictions.
