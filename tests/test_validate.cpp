@@ -361,6 +361,19 @@ TEST_CASE("mlaplan-validate's command line refuses bad flags in one line", "[val
   CHECK(run_validate_cli({"--backend", "tpu"}, out, err, false) == 2);
   CHECK(err.str() == "mlaplan validate: --backend: value 'tpu': expected cpu or cuda\n");
   CHECK(out.str().empty());
+  // An output folder that cannot be written is refused before the minutes of work, named by its flag.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--backend", "cpu", "--out", "/nonexistent/run"},
+        std::vector<std::string>{"--transfer", std::string(MLAPLAN_TEST_SOURCE_DIR) + "/validate/published", "--out", "/nonexistent/run"},
+        std::vector<std::string>{"--transfer", std::string(MLAPLAN_TEST_SOURCE_DIR) + "/validate/published", "--out",
+                                 fs::temp_directory_path().string(), "--write-profiles", "/nonexistent/profiles"}}) {
+    std::ostringstream o, e;
+    CHECK(run_validate_cli(args, o, e, false) == 2);
+    const bool profiles = args.size() == 6;
+    CHECK(e.str() == fmt::format("mlaplan validate: {}: value '/nonexistent/{}': its parent folder does not exist\n", profiles ? "--write-profiles" : "--out",
+                                 profiles ? "profiles" : "run"));
+    CHECK(o.str().empty());
+  }
 }
 
 TEST_CASE("mlaplan validate runs mlaplan-validate from beside it, or says it is missing", "[validate][cli]") {
@@ -867,6 +880,44 @@ TEST_CASE("Against: expanded prefill rows give back their cost per CTA, and a me
     REQUIRE(e.size() == 2);
     CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit
   }
+}
+
+TEST_CASE("Against: an fp8 MLA prefill row adds TensorRT-LLM's quantisation of Q, K and V, worked by hand", "[validate]") {
+  // One prompt of 1,024 tokens at 128 heads: Q and K are 192 wide (128 + RoPE 64), V 128, so the
+  // quantisation touches 1,024 x 128 x (192 + 192 + 128) = 67,108,864 elements, reading each at 2
+  // bytes and writing it at 1 (201,326,592 bytes), and the fp8 kernel then reads each at 1 byte where
+  // the bf16 kernel reads it at 2: 67,108,864 bytes fewer than the bf16 op's.
+  const ModelSpec m = load_model("deepseek-v3");
+  ModelSpec mm = m;
+  mm.heads = mm.kv_heads = 128;
+  mm.layers.resize(1);
+  Workload w;
+  w.groups = {SequenceGroup{1, 1024, 0}};
+  const PathPlan plan = mla_path(mm, w, PathKind::expand);
+  const Op* op = plan.find(OpId::attention_mha);
+  REQUIRE(op);
+  const double bf16_bytes = op->bytes().value, elements = 67108864.0;
+  // Causal: 1,024 x 1,025 / 2 = 524,800 pairs x 128 heads x 2 x (192 + 128) FLOPs = 42,991,616,000.
+  REQUIRE(op->flops.value == 42991616000.0);
+  const std::string table = "kernel,batch,seq_len,heads,kv_dtype,latency_us\nexpanded_prefill,1,1024,128,bf16,140\nexpanded_prefill,1,1024,128,fp8,199\n";
+  const HardwareSpec h100 = load_gpu("h100");
+  const AgainstRows rows("against-fp8-prefill", h100, table);
+  REQUIRE(rows.size() == 3);
+  const auto col = [&](const char* name) { return rows.col(name); };
+  const double bw = h100.memory_bandwidth.value, bf16_peak = 989.4e12, fp8_peak = h100.peak_flops(DType::fp8)->value;
+  CHECK(std::stod(rows[1][col("predicted_sol_s")]) == Approx(std::max(42991616000.0 / bf16_peak, bf16_bytes / bw)).epsilon(1e-9));
+  // The fp8 row at speed of light: the kernel (its FLOPs at the fp8 peak, 21.7 µs, against its bytes)
+  // after the quantisation (one operation per element at the bf16 peak against 3 bytes per element).
+  const double kernel = std::max(42991616000.0 / fp8_peak, (bf16_bytes - elements) / bw), quant = std::max(elements / bf16_peak, 3 * elements / bw);
+  CHECK(quant == Approx(60.1e-6).epsilon(1e-3));
+  CHECK(std::stod(rows[2][col("predicted_sol_s")]) == Approx(kernel + quant).epsilon(1e-9));
+  // A GPU without fp8 tensor cores runs the bf16 kernel over an fp8 cache: no pass (A100's table
+  // times its fp8 and bf16 prompts alike).
+  const HardwareSpec a100 = load_gpu("a100-80gb");
+  REQUIRE_FALSE(a100.peak_flops(DType::fp8));
+  const AgainstRows on_a100("against-fp8-prefill-a100", a100, table);
+  REQUIRE(on_a100.size() == 3);
+  CHECK(on_a100[2][on_a100.col("predicted_sol_s")] == on_a100[1][on_a100.col("predicted_sol_s")]);
 }
 
 TEST_CASE("Against: GQA decode and prompt attention, worked by hand at speed of light", "[validate]") {

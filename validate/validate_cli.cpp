@@ -91,11 +91,15 @@ int run(const Flags& f, const CLI::App& app, std::ostream& out, std::ostream& er
     const bool transfer = app.count("--transfer") > 0;
     const std::string& dir = transfer ? f.transfer : f.against;
     if (dir.empty()) fail_flag(transfer ? "--transfer" : "--against", dir, "expected a folder");
+    check_output_folder(f.out);
+    if (app.count("--write-profiles")) {
+      if (f.write_profiles.empty()) fail_flag("--write-profiles", f.write_profiles, "expected a folder");
+      check_output_folder(f.write_profiles, "--write-profiles");
+    }
     const ModelSpec m = load_model(f.model);
     AgainstRun r = transfer ? validate_transfer(dir, m) : validate_against(dir, load_gpu(f.gpu), m);
     std::vector<std::pair<std::string, std::string>> profiles;
     if (app.count("--write-profiles")) {
-      if (f.write_profiles.empty()) fail_flag("--write-profiles", f.write_profiles, "expected a folder");
       if (!r.profile_problem.empty()) fail(r.profile_problem, "a profile names the source and licence of every table it was fitted on");
       for (EfficiencyProfile& p : r.profiles) {
         p.written_by = fmt::format("mlaplan-validate --transfer {} --model {} --write-profiles {}", dir, f.model, f.write_profiles);
@@ -104,7 +108,7 @@ int run(const Flags& f, const CLI::App& app, std::ostream& out, std::ostream& er
     }
     write_folder(f.out, r.files);
     if (!profiles.empty()) {
-      write_folder(f.write_profiles, profiles);
+      write_folder(f.write_profiles, profiles, "--write-profiles");
       out << fmt::format("wrote {} efficiency profiles to {}/\n", profiles.size(), f.write_profiles);
     }
     std::string names;
@@ -114,6 +118,7 @@ int run(const Flags& f, const CLI::App& app, std::ostream& out, std::ostream& er
   }
   if (f.backend != "cpu" && f.backend != "cuda") fail_flag("--backend", f.backend, "expected cpu or cuda");
   if (f.max_error >= 0 && !(f.max_error < 1e6)) fail_flag("--max-error", fmt::format("{}", f.max_error), "expected a fraction");
+  check_output_folder(f.out);  // before minutes of timing
   auto progress = [&](const std::string& what) {
     if (tty) err << fmt::format("\r{:<78.78}", what) << std::flush;
   };
