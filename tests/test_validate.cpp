@@ -733,6 +733,46 @@ TEST_CASE("Against: the fit times a GEMM's input quantisation with the table's e
   CHECK(std::stod(e_alone[1][6]) > 2 * std::stod(e[1][6]));
 }
 
+TEST_CASE("Against: fold rows timed over weights the L2 keeps give back the L2 speed-up and DRAM's efficiency", "[validate]") {
+  // W_UK folds on an H100 timed by the model itself with an L2 speed-up of 1.7: at 128 heads the
+  // weights are 16.8 MB, within the 50 MB L2, until the batch's queries and outputs push the set past
+  // it. Fitted without the speed-up, η_m would take the L2 rows' pace and miss the DRAM ones.
+  const HardwareSpec h100 = load_gpu("h100");
+  const ModelSpec m = load_model("deepseek-v3");
+  const KernelEfficiency given{.fixed = Seconds{3e-6}, .per_sequence = Seconds{0}, .eta_compute = 0.8, .eta_compute_fp8 = std::nullopt,
+                               .eta_compute_fp8_tensor = std::nullopt, .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt,
+                               .eta_memory = 0.75, .memory_reach = 4, .l2_speedup = 1.7, .rows = 0};
+  std::string table = "kernel,op,batch,heads,dtype,latency_us\n";
+  int in_l2 = 0, beyond = 0;
+  for (int b : {1, 4, 16, 64, 256, 1024, 4096, 8192})
+    for (int heads : {16, 32, 64, 128}) {
+      ModelSpec mm = m;
+      mm.heads = mm.kv_heads = heads;
+      mm.layers.resize(1);
+      Workload w;
+      w.groups = {SequenceGroup{b, 1, 0}};
+      const PathPlan plan = mla_path(mm, w, PathKind::absorb);
+      const Op* op = plan.find(OpId::q_absorb_w_uk);
+      REQUIRE(op);
+      ++(fits_l2(*op, given, h100.l2_cache) ? in_l2 : beyond);
+      const double t = calibrated_time(*op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false,
+                                       h100.l2_cache).time().value;
+      table += fmt::format("bmm,q_absorb_w_uk,{},{},bf16,{:.6f}\n", b, heads, t * 1e6);
+    }
+  REQUIRE(in_l2 > 8);
+  REQUIRE(beyond > 8);
+  Scratch s("against-bmm-l2");
+  s.write("t.csv", table);
+  const GemmRefit refit(s, h100, "bmm");
+  INFO(refit.gemm.dump());
+  REQUIRE(refit.gemm.contains("l2_speedup"));
+  CHECK(refit.gemm["l2_speedup"].get<double>() == Approx(1.7).epsilon(0.1));
+  CHECK(refit.gemm["eta_memory"].get<double>() == Approx(0.75).epsilon(0.1));
+  const auto e = parse_csv(refit.errors);
+  REQUIRE(e.size() == 2);
+  CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit
+}
+
 namespace {
 
 // A one-layer GQA (MHA where the heads equal the KV heads) model of head size 128, for decode rows.

@@ -240,12 +240,16 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   // fp8 cache), the fp8-cache kernel's fixed and per-sequence costs are fitted apart the same way:
   // the five with them held, then the two alone.
   const bool own_cache = fp8_cache && bf16_cache;
-  // Where elementwise rows run over sets both within and beyond their GPU's L2 (tables timed over
-  // the same tensor again and again: H100's quantise pass copies 32 MiB at 1.17x DRAM's bandwidth,
-  // 64 MiB at 0.86x), the L2 speed-up is a sixth parameter of the same search (1 to 4x), so that η_m
-  // is DRAM's: fitted after the others, it stalls where η_m has already taken the L2 rows' pace.
+  // Where elementwise or fold rows run over sets both within and beyond their GPU's L2 (tables timed
+  // over the same tensors again and again: H100's quantise pass copies 32 MiB at 1.17x DRAM's
+  // bandwidth, 64 MiB at 0.86x; aiconfigurator's collect_mla_bmm.py@302edbc4 times each fold as 10
+  // replays of one CUDA graph after 2 warm-ups, run_mla_gen_pre and run_mla_gen_post, so W_UK's 16.8
+  // MB at 128 heads stays in H100's 50 MB L2: one token's fold takes 6.6 µs where reading it from
+  // DRAM at the datasheet's 3.35 TB/s alone takes 5.0), the L2 speed-up is a sixth parameter of the
+  // same search (1 to 4x), so that η_m is DRAM's: fitted after the others, it stalls where η_m has
+  // already taken the L2 rows' pace.
   bool in_l2 = false, beyond_l2 = false;
-  if (kernel == kElementwise)
+  if (kernel == kElementwise || kernel == kBmm)
     for (const auto& [r, w] : train) {
       const double l2 = static_cast<double>(r->gpu->l2_cache.value);
       if (l2 > 0) (r->op.bytes().value <= l2 ? in_l2 : beyond_l2) = true;
