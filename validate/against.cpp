@@ -683,10 +683,9 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       const Op* op = plan.find(decode ? OpId::latent_attention_mqa : OpId::attention_mha);
       if (!op) throw std::logic_error("--against: the path lacks its attention op");
       // An fp8 prefill runs the fp8 attention kernel: the fp8 peak where the GPU has one.
-      const bool fp8_prefill = !decode && r.kv_dtype == "fp8";
-      set_peak(r, fp8_prefill);
+      set_peak(r, !decode && r.kv_dtype == "fp8");
       r.op = *op;
-      if (fp8_prefill && r.gpu->peak_flops(DType::fp8)) add_fp8_context_quantisation(r, mla_geometry(one_layer(m, r.heads), w), r.batch * r.len);
+      if (r.fp8) add_fp8_context_quantisation(r, mla_geometry(one_layer(m, r.heads), w), r.batch * r.len);
       keep(r);
     }
   }

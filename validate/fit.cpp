@@ -84,15 +84,16 @@ BytesPerSecond stream_bandwidth(double working_set, const CacheLevel& cache, con
 }
 
 CacheLevel cache_level(const std::vector<std::pair<double, double>>& sweep, BytesPerSecond dram_copy) {
+  constexpr double probe = 4.0 * (1 << 20);  // past a core's L2, within a last-level cache
   double at4 = 0;
   for (const auto& [bytes, bw] : sweep)
-    if (bytes <= 4.0 * (1 << 20)) at4 = bw;
+    if (bytes <= probe) at4 = bw;
   if (!(at4 > 1.3 * dram_copy.value)) return {};
   CacheLevel c{.bytes = 0, .bandwidth = BytesPerSecond{at4}, .hits = {}};
   // Each swept size's share of hits: its copy time per byte is h / (the level's) + (1 − h) / (DRAM's).
   bool resident = true;
   for (const auto& [bytes, bw] : sweep) {
-    if (bytes < 4.0 * (1 << 20)) continue;
+    if (bytes < probe) continue;
     const double h = std::clamp((1 / bw - 1 / dram_copy.value) / (1 / at4 - 1 / dram_copy.value), 0.0, 1.0);
     c.hits.push_back({bytes, h});
     resident = resident && h >= 0.75;

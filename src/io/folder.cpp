@@ -11,19 +11,19 @@ namespace mlaplan {
 
 namespace fs = std::filesystem;
 
-// Writes every file into a fresh sibling folder, then swaps it into place: a failed run leaves
-// no half-written folder.
-void check_output_folder(const fs::path& dir, std::string_view flag) {
+fs::path check_output_folder(const fs::path& dir, std::string_view flag) {
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) fail_flag(std::string(flag), dir.string(), "exists and is not a folder");
-  const fs::path parent = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
+  fs::path parent = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
   if (!fs::is_directory(parent, ec)) fail_flag(std::string(flag), dir.string(), "its parent folder does not exist");
+  return parent;
 }
 
+// Writes every file into a fresh sibling folder, then swaps it into place: a failed run leaves
+// no half-written folder.
 void write_folder(const fs::path& dir, const std::vector<std::pair<std::string, std::string>>& files, std::string_view flag) {
   std::error_code ec;
-  check_output_folder(dir, flag);
-  const fs::path parent = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
+  const fs::path parent = check_output_folder(dir, flag);
   const std::string stem = dir.filename().string();
   const fs::path tmp = parent / fmt::format(".{}.tmp-{}", stem, getpid());
   const fs::path old = parent / fmt::format(".{}.old-{}", stem, getpid());

@@ -110,8 +110,8 @@ struct KernelEfficiency {
   double memory_reach = 1;
   // How much faster than DRAM an op streams its bytes when they fit the GPU's L2 (HardwareSpec::
   // l2_cache) and stay there: a table timed over the same tensor again and again (H100's elementwise
-  // pass, the W_UK and W_UV folds' weights). Fitted so that eta_memory is DRAM's; the planner prices from DRAM (op_time). 1: no L2 term
-  // (the family's rows do not show one).
+  // pass, the W_UK and W_UV folds' weights). Fitted so that eta_memory is DRAM's; the planner prices
+  // from DRAM (op_time). 1: no L2 term (the family's rows do not show one).
   double l2_speedup = 1;
   // Latent attention only: whether the kernel splits a sequence's keys over thread blocks to fill the
   // SMs (FlashMLA, FlashInfer, TensorRT-LLM on Hopper and Blackwell) or gives each sequence and head
