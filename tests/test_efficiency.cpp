@@ -701,6 +701,37 @@ TEST_CASE("a flash prefill pays its cost per CTA wave, and a memory pass apart a
   CHECK(e.formula.find("⌈CTAs / SMs⌉ · t_cta") != std::string::npos);
   CHECK(e.formula.find("the memory pass apart from the compute kernel") != std::string::npos);
   CHECK(e.substituted.find(" + 32 · 2.5 µs") != std::string::npos);
+  // With the cost per CTA SM time the streaming hides (cta_overlap): 15.02 µs fixed, and the 80 µs of
+  // CTAs added to the compute term inside the max.
+  k.serial_memory = false;
+  k.cta_overlap = true;
+  const CalibratedTime inside = calibrated_time(*mha, k, peak, bw, 132, false, Bytes{0});
+  CHECK(inside.fixed.value == Approx(15.02e-6));
+  CHECK(inside.ctas.value == Approx(80e-6));
+  CHECK(inside.time().value == Approx(15.02e-6 + std::max(over.compute.value + 80e-6, memory)));
+  // Short prompts are memory-bound: 256 prompts of 64 tokens, 32,768 CTAs (249 waves of 132), whose
+  // 622.5 µs of CTA cost hide under the 2.68 GB the kernel streams (1,148 µs at 0.7 of 3.35 TB/s).
+  Workload shorts;
+  shorts.groups = {SequenceGroup{256, 64, 0}};
+  const Op* short_mha = mla_path(m, shorts, PathKind::expand).find(OpId::attention_mha);
+  REQUIRE(short_mha);
+  const CalibratedTime hidden = calibrated_time(*short_mha, k, peak, bw, 132, false, Bytes{0});
+  CHECK(hidden.cta_waves == 249);
+  CHECK(hidden.ctas.value == Approx(249 * 2.5e-6));
+  // A last wave of 32 CTAs at one SM's share each: w_m = 32,768 / (248 · 132 + 132).
+  CHECK(hidden.memory.value == Approx(256 * 64 * 163840.0 / (3.35e12 * 0.7 * 32768 / 32868)));
+  CHECK(hidden.time().value == Approx(15e-6 + 256 * 2e-8 + hidden.memory.value));
+  k.cta_overlap = false;
+  CHECK(calibrated_time(*short_mha, k, peak, bw, 132, false, Bytes{0}).time().value == Approx(hidden.time().value + 249 * 2.5e-6));
+  k.cta_overlap = true;
+  rf.kernels[static_cast<std::size_t>(KernelFamily::expanded_prefill)] = k;
+  const OpTime ti = op_time(*mha, rf);
+  CHECK(ti.ctas.value == Approx(80e-6));
+  CHECK(ti.time.value == Approx(inside.time().value));
+  const ExplainStep ei = explain_op_time("attention", *mha, rf, ti);
+  CHECK(ei.formula.find("launches · (t_fixed + sequences · t_seq) + max(") != std::string::npos);
+  CHECK(ei.formula.find(" + launches · ⌈CTAs / SMs⌉ · t_cta, B") != std::string::npos);
+  CHECK(ei.substituted.find(" + 1 · 32 · 2.5 µs, ") != std::string::npos);
 }
 
 TEST_CASE("calibrated times are never faster than speed of light on any bundled model and profile", "[efficiency][property]") {

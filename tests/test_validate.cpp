@@ -482,6 +482,16 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
     s.write("t.csv", table);
     CHECK(against_error(s.dir) == message);
   }
+  // TensorRT-LLM's context passes: `trtllm` or `none`, MLA prefill rows only.
+  const std::string prefill_header = "kernel,batch,seq_len,kv_len,heads,kv_dtype,latency_us,preprocess\n";
+  for (const auto& [table, message] : std::vector<std::pair<std::string, std::string>>{
+           {prefill_header + "expanded_prefill,1,1024,,128,bf16,140,TRTLLM\n", f + ": key 'preprocess' = TRTLLM: row 1: expected trtllm or none"},
+           {prefill_header + "absorbed_decode,4,,4096,128,bf16,30,trtllm\n", f + ": key 'preprocess' = trtllm: row 1: only expanded_prefill rows carry it"},
+           {"kernel,m,n,k,dtype,latency_us,preprocess\ngemm,64,128,7168,fp8,3,none\n", f + ": key 'preprocess' = none: row 1: only expanded_prefill rows carry it"},
+           {prefill_header + "expanded_prefill,1,1024,,128,bf16,140,trtllm\nexpanded_prefill,1,1024,,128,fp8,150,none\nabsorbed_decode,4,,4096,128,bf16,30,\n", "(accepted)"}}) {
+    s.write("t.csv", table);
+    CHECK(against_error(s.dir) == message);
+  }
   // Per-tensor fp8 is a GEMM's kernel only.
   s.write("t.csv", "kernel,op,batch,heads,dtype,latency_us\nbmm,out_absorb_w_uv,4,128,fp8_tensor,6\n");
   CHECK(against_error(s.dir) == f + ": key 'dtype' = fp8_tensor: row 1: expected bf16 or fp8");
@@ -922,7 +932,7 @@ TEST_CASE("Against: expanded prefill rows give back their cost per CTA, and a me
   }
 }
 
-TEST_CASE("Against: an fp8 MLA prefill row adds TensorRT-LLM's quantisation of Q, K and V, worked by hand", "[validate]") {
+TEST_CASE("Against: an MLA prefill row of TensorRT-LLM's context op adds its RoPE pass and fp8 quantisation, worked by hand", "[validate]") {
   // One prompt of 1,024 tokens at 128 heads: Q and K are 192 wide (128 + RoPE 64), V 128, so the
   // quantisation touches 1,024 x 128 x (192 + 192 + 128) = 67,108,864 elements, reading each at 2
   // bytes and writing it at 1 (201,326,592 bytes), and the fp8 kernel then reads each at 1 byte where
@@ -939,25 +949,43 @@ TEST_CASE("Against: an fp8 MLA prefill row adds TensorRT-LLM's quantisation of Q
   const double bf16_bytes = op->bytes().value, elements = 67108864.0;
   // Causal: 1,024 x 1,025 / 2 = 524,800 pairs x 128 heads x 2 x (192 + 128) FLOPs = 42,991,616,000.
   REQUIRE(op->flops.value == 42991616000.0);
-  const std::string table = "kernel,batch,seq_len,heads,kv_dtype,latency_us\nexpanded_prefill,1,1024,128,bf16,140\nexpanded_prefill,1,1024,128,fp8,199\n";
+  // Per token the bf16 kernel moves Q and K (192 each), V and the output (128 each) at 2 bytes:
+  // 128 x 640 x 2 = 163,840.
+  REQUIRE(bf16_bytes == 1024 * 163840.0);
+  const std::string table =
+      "kernel,batch,seq_len,heads,kv_dtype,latency_us,preprocess\n"
+      "expanded_prefill,1,1024,128,bf16,140,\nexpanded_prefill,1,1024,128,fp8,199,none\n"
+      "expanded_prefill,1,1024,128,bf16,155,trtllm\nexpanded_prefill,1,1024,128,fp8,215,trtllm\n";
   const HardwareSpec h100 = load_gpu("h100");
   const AgainstRows rows("against-fp8-prefill", h100, table);
-  REQUIRE(rows.size() == 3);
-  const auto col = [&](const char* name) { return rows.col(name); };
+  REQUIRE(rows.size() == 5);
+  const auto sol = [&](const AgainstRows& r, std::size_t i) { return std::stod(r[i][r.col("predicted_sol_s")]); };
   const double bw = h100.memory_bandwidth.value, bf16_peak = 989.4e12, fp8_peak = h100.peak_flops(DType::fp8)->value;
-  CHECK(std::stod(rows[1][col("predicted_sol_s")]) == Approx(std::max(42991616000.0 / bf16_peak, bf16_bytes / bw)).epsilon(1e-9));
-  // The fp8 row at speed of light: the kernel (its FLOPs at the fp8 peak, 21.7 µs, against its bytes)
-  // after the quantisation (one operation per element at the bf16 peak against 3 bytes per element).
-  const double kernel = std::max(42991616000.0 / fp8_peak, (bf16_bytes - elements) / bw), quant = std::max(elements / bf16_peak, 3 * elements / bw);
+  CHECK(sol(rows, 1) == Approx(std::max(42991616000.0 / bf16_peak, bf16_bytes / bw)).epsilon(1e-9));
+  // The fp8 kernel alone: its FLOPs at the fp8 peak (21.7 µs) against its bytes.
+  const double kernel = std::max(42991616000.0 / fp8_peak, (bf16_bytes - elements) / bw);
+  CHECK(sol(rows, 2) == Approx(kernel).epsilon(1e-9));
+  // The RoPE pass per token: Q's RoPE part read and written and K's written, 128 x 64 x 2 bytes each
+  // (49,152), the shared key's 64 and the latent's 512 read at 2 bytes (1,152), and the row of 576
+  // stored in the cache: 1,152 bytes in bf16 (51,456 in all), 576 in fp8 (50,880); ~3 FLOPs per value
+  // of Q's RoPE part. Memory-bound: 1,024 tokens take 52,690,944 bytes (bf16 cache) or 52,101,120.
+  const double rope_flops = 1024 * 128 * 64 * 3.0;
+  const double rope_bf16 = std::max(rope_flops / bf16_peak, 52690944.0 / bw), rope_fp8 = std::max(rope_flops / bf16_peak, 52101120.0 / bw);
+  CHECK(rope_bf16 == Approx(15.7e-6).epsilon(2e-3));
+  CHECK(sol(rows, 3) == Approx(sol(rows, 1) + rope_bf16).epsilon(1e-9));
+  // The fp8 context op: the RoPE pass, the quantisation (one operation per element at the bf16 peak
+  // against 3 bytes per element), then the fp8 kernel.
+  const double quant = std::max(elements / bf16_peak, 3 * elements / bw);
   CHECK(quant == Approx(60.1e-6).epsilon(1e-3));
-  CHECK(std::stod(rows[2][col("predicted_sol_s")]) == Approx(kernel + quant).epsilon(1e-9));
-  // A GPU without fp8 tensor cores runs the bf16 kernel over an fp8 cache: no pass (A100's table
-  // times its fp8 and bf16 prompts alike).
+  CHECK(sol(rows, 4) == Approx(kernel + rope_fp8 + quant).epsilon(1e-9));
+  // A GPU without fp8 tensor cores runs the bf16 kernel over an fp8 cache: no quantisation, the bf16
+  // operands (A100's table times its fp8 and bf16 prompts alike), the RoPE pass storing fp8.
   const HardwareSpec a100 = load_gpu("a100-80gb");
   REQUIRE_FALSE(a100.peak_flops(DType::fp8));
   const AgainstRows on_a100("against-fp8-prefill-a100", a100, table);
-  REQUIRE(on_a100.size() == 3);
-  CHECK(on_a100[2][on_a100.col("predicted_sol_s")] == on_a100[1][on_a100.col("predicted_sol_s")]);
+  REQUIRE(on_a100.size() == 5);
+  CHECK(sol(on_a100, 2) == sol(on_a100, 1));
+  CHECK(sol(on_a100, 4) == Approx(sol(on_a100, 1) + std::max(rope_flops / a100.peak_flops(DType::bf16)->value, 52101120.0 / a100.memory_bandwidth.value)).epsilon(1e-9));
 }
 
 TEST_CASE("Against: GQA decode and prompt attention, worked by hand at speed of light", "[validate]") {

@@ -77,11 +77,12 @@ struct Row {
   // GEMM rows: time the measured latency includes beyond the kernel, timed apart (other_us: e.g. the
   // dynamic activation quantisation a per-tensor fp8 Linear runs first); added to every prediction.
   double other_s = 0;
-  // GEMM rows whose call quantises its bf16 input to block fp8 first (act_quant timed): that kernel,
-  // and its time under the elementwise family's parameters in use (set_quant_times).
-  std::optional<Op> quant;
-  double quant_s = 0;
-  double extra_s() const { return other_s + quant_s; }  // the time the row holds beyond its kernel
+  // The elementwise kernels the row's timed call runs besides its own (a GEMM's input quantisation,
+  // act_quant timed; TensorRT-LLM's context RoPE pass and fp8 Q/K/V quantisation, preprocess
+  // trtllm), and their time under the elementwise family's parameters in use (set_pass_times).
+  std::vector<Op> passes;
+  double passes_s = 0;
+  double extra_s() const { return other_s + passes_s; }  // the time the row holds beyond its kernel
   Op op;          // the attention op the row timed, with its tiling
   double peak = 0;  // the FLOP/s its kernel runs at
   bool fp8 = false;  // ... the fp8 peak
@@ -113,11 +114,11 @@ Table2 read_csv(const fs::path& p) {
 // The row's time under a family's parameters: the core's calibrated time (what `cost` predicts, but
 // for the L2 term: a table's repeated passes over one L2-sized tensor stream from the L2, a step's
 // ops from DRAM).
-// `quant_s`: the time of the row's input quantisation (default: the one set_quant_times gave it).
-double row_time(const Row& r, const KernelEfficiency& k, std::optional<double> quant_s = std::nullopt) {
+// `passes_s`: the time of the row's other kernels (default: the one set_pass_times gave it).
+double row_time(const Row& r, const KernelEfficiency& k, std::optional<double> passes_s = std::nullopt) {
   const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
   return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache).time().value +
-         (r.other_s + quant_s.value_or(r.quant_s));
+         (r.other_s + passes_s.value_or(r.passes_s));
 }
 double model_time(const Row& r, const GpuKernelFit& f) { return row_time(r, f.eff); }
 
@@ -134,8 +135,10 @@ struct RowParts {
   bool own = true;         // the row pays the searched t_fixed and t_seq (not the fp8-cache pair)
   bool mmha = false;       // ... t_seq the MMHA kernel's (per_sequence_mmha) where the family has one
   bool overlap = false;    // sequences_overlap
-  double rest = 0;         // max (or sum) of the compute and memory terms, plus the row's other time
-  double streaming = 0;    // ... without the other time
+  bool cta_overlap = false;  // cta_overlap: t_cta inside the max, with the compute term
+  bool serial = false;     // serial_memory
+  double compute = 0, memory = 0;  // the compute and memory terms
+  double streaming = 0;    // their max (or sum)
   double other = 0;        // the row's time beyond the kernel
 };
 // A family's parameters without the linear costs: what a row's parts depend on.
@@ -150,14 +153,17 @@ RowParts row_parts(const Row& r, const KernelEfficiency& with_costs) {
   const CalibratedTime t = calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache);
   const bool own = !launch_costs(k, r.op.fp8_cache).fp8_cache;
   return RowParts{.launches = t.launches, .sequences = t.sequences, .cta_waves = t.cta_waves, .held = t.fixed.value, .held_blocks = t.blocks.value,
-                  .own = own, .mmha = own && t.mmha, .overlap = k.sequences_overlap,
-                  .rest = (t.time() - t.fixed).value + r.extra_s(), .streaming = t.streaming().value, .other = r.extra_s()};
+                  .own = own, .mmha = own && t.mmha, .overlap = k.sequences_overlap, .cta_overlap = k.cta_overlap, .serial = k.serial_memory,
+                  .compute = t.compute.value, .memory = t.memory.value, .streaming = t.streaming().value, .other = r.extra_s()};
 }
 double parts_time(const RowParts& p, const KernelEfficiency& k) {
   const double t_seq = p.mmha && k.per_sequence_mmha ? k.per_sequence_mmha->value : k.per_sequence.value;
-  if (!p.overlap) return p.held + p.launches * ((p.own ? k.fixed.value + p.sequences * t_seq : 0) + p.cta_waves * k.per_cta.value) + p.rest;
+  const double ctas = p.launches * p.cta_waves * k.per_cta.value;
+  double streaming = p.streaming, fixed_ctas = ctas;
+  if (p.cta_overlap) streaming = p.serial ? p.compute + ctas + p.memory : std::max(p.compute + ctas, p.memory), fixed_ctas = 0;
+  if (!p.overlap) return p.held + p.launches * (p.own ? k.fixed.value + p.sequences * t_seq : 0) + fixed_ctas + streaming + p.other;
   const double blocks = p.own ? p.launches * p.sequences * t_seq : p.held_blocks;
-  return p.held + p.launches * ((p.own ? k.fixed.value : 0) + p.cta_waves * k.per_cta.value) + std::max(p.streaming, blocks) + p.other;
+  return p.held + p.launches * (p.own ? k.fixed.value : 0) + fixed_ctas + std::max(streaming, blocks) + p.other;
 }
 
 // Fits one kernel family on `train`. Each GPU's rows weigh as much in all as another's (a table of
@@ -277,9 +283,16 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   // A decode kernel's cost per block (GQA) or per sequence its busiest SM starts (latent) either adds
   // to its streaming or overlaps it (a term of the max): each is fitted and the better kept.
   const std::vector<bool> overlaps = (kernel == kAttentionDecode || kernel == kDecode) && batches ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  // An MLA prefill's cost per CTA either adds to its streaming or is SM time inside the max with the
+  // compute term: each is fitted and the better kept (H100 in-table 5.7% -> 6.0% median but p90 15.2%
+  // -> 14.6%, η_m off its ceiling; left out B200 14.0% -> 7.2% with the RoPE pass). Not for the GQA
+  // prompts: TensorRT-LLM's context FMHA on Llama-like shapes fits worse with it (B200 in-table 6.2% ->
+  // 8.2%, though the loss the fit minimises falls), so their cost per CTA is added.
+  const std::vector<bool> cta_overlaps = kernel == kPrefill ? std::vector<bool>{false, true} : std::vector<bool>{false};
   for (const bool split : splits)
     for (const bool serial : serials)
-      for (const bool overlap : overlaps) {
+      for (const bool overlap : overlaps)
+      for (const bool cta_overlap : cta_overlaps) {
       std::optional<double> eta_fp8, eta_tensor;
       std::optional<Seconds> fixed_cache, seq_cache, seq_mmha;
       GpuKernelFit f;
@@ -291,7 +304,7 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
           return GpuKernelFit{.kernel = kernel,
                               .eff = KernelEfficiency{.fixed = Seconds{p[4]}, .per_sequence = Seconds{p[5]}, .eta_compute = p[0], .eta_compute_fp8 = eta_fp8,
                                                       .eta_compute_fp8_tensor = eta_tensor, .fixed_fp8_cache = fixed_cache,
-                                                      .per_sequence_fp8_cache = seq_cache, .per_sequence_mmha = seq_mmha, .per_cta = cta, .serial_memory = serial, .sequences_overlap = overlap, .eta_memory = p[1],
+                                                      .per_sequence_fp8_cache = seq_cache, .per_sequence_mmha = seq_mmha, .per_cta = cta, .serial_memory = serial, .sequences_overlap = overlap, .cta_overlap = cta_overlap, .eta_memory = p[1],
                                                       .memory_reach = p[2], .l2_speedup = p[3], .split_kv = split,
                                                       .rows = static_cast<std::int64_t>(train.size())}};
         };
@@ -383,24 +396,29 @@ std::string text_field(const Table2& t, const std::vector<std::string>& row, con
 
 // An op's speed-of-light time on a row's GPU at `peak`.
 double sol_of(const Row& r, const Op& op, double peak) { return std::max(op.flops.value / peak, op.bytes().value / r.gpu->memory_bandwidth.value); }
-// A row's speed-of-light time: its op's, plus the time the row includes beyond it (other_us, and the
-// input quantisation's own speed of light).
-double sol_time(const Row& r) { return sol_of(r, r.op, r.peak) + r.other_s + (r.quant ? sol_of(r, *r.quant, r.gpu->peak_flops(DType::bf16)->value) : 0); }
+// A row's speed-of-light time: its op's, plus the time the row includes beyond it (other_us, and its
+// other kernels' own speed of light).
+double sol_time(const Row& r) {
+  double t = sol_of(r, r.op, r.peak) + r.other_s;
+  for (const Op& p : r.passes) t += sol_of(r, p, r.gpu->peak_flops(DType::bf16)->value);
+  return t;
+}
 
-// The elementwise parameters a row's input quantisation is timed with; none: at speed of light.
-using QuantEfficiency = std::optional<KernelEfficiency>;
-// The time of a row's input quantisation (0 where it has none): the act_quant kernel's calibrated time
-// (as `step` times it before a block-fp8 GEMM, but for the L2 term: the tables time one input again
-// and again).
-double quant_time(const Row& r, const QuantEfficiency& e) {
-  if (!r.quant) return 0;
+// The elementwise parameters a row's other kernels are timed with; none: at speed of light.
+using PassEfficiency = std::optional<KernelEfficiency>;
+// The time of a row's other kernels (0 where it has none): each one's calibrated time (as `step`
+// times act_quant before a block-fp8 GEMM, but for the L2 term: the tables time one input again and
+// again).
+double passes_time(const Row& r, const PassEfficiency& e) {
   const double bf16 = r.gpu->peak_flops(DType::bf16)->value;
   const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
-  return e ? calibrated_time(*r.quant, *e, FlopsPerSecond{bf16}, r.gpu->memory_bandwidth, sms, false, r.gpu->l2_cache).time().value
-           : sol_of(r, *r.quant, bf16);
+  double t = 0;
+  for (const Op& p : r.passes)
+    t += e ? calibrated_time(p, *e, FlopsPerSecond{bf16}, r.gpu->memory_bandwidth, sms, false, r.gpu->l2_cache).time().value : sol_of(r, p, bf16);
+  return t;
 }
-void set_quant_times(std::vector<Row>& rows, const QuantEfficiency& e) {
-  for (Row& r : rows) r.quant_s = quant_time(r, e);
+void set_pass_times(std::vector<Row>& rows, const PassEfficiency& e) {
+  for (Row& r : rows) r.passes_s = passes_time(r, e);
 }
 
 // A positive whole number from column `col`.
@@ -429,24 +447,44 @@ void set_peak(Row& r, bool fp8) {
   r.peak = r.gpu->peak_flops(r.fp8 ? DType::fp8 : DType::bf16)->value;
 }
 
-// TensorRT-LLM's fp8 context MLA (a GPU with fp8 tensor cores and an fp8 cache) quantises the
-// expanded Q, K and V to fp8 in a kernel of their own before its fp8 attention kernel reads them
-// (cpp/tensorrt_llm/common/attentionOp.cpp@eea41b73: enqueueContext calls invokeMLAContextFp8Quantize
-// :1731 when mFP8ContextMLA, then points the FMHA's q/k/v at the fp8 buffers :1799-1801;
-// kernels/mlaKernels.cu@2423fe2a :936 launches quantizeCopyInputToFp8Kernel :822-922, which reads
-// tokens x heads x 192 of Q and of K and x 128 of V in bf16 and writes each in fp8 with one scale for
-// the tensor). The row times both: the quantisation is an elementwise pass (the row's `quant`, timed
-// under the elementwise family's parameters) reading 2 bytes per element and writing 1, and the
-// attention kernel reads each element at 1 byte where the bf16 kernel reads it at 2. The tables show
-// the pass: on H100 at 128 heads, 8,192 prompt tokens (16 x 512) take 474 µs longer in fp8 than in
-// bf16, the pass's 1.6 GB at 3.35 TB/s 481 µs; 1,024 tokens, 59 µs against 60.
-void add_fp8_context_quantisation(Row& r, const MlaGeometry& g, double tokens) {
+// An fp8 context attention kernel (a GPU with fp8 tensor cores and an fp8 cache) reads Q, K and V
+// at 1 byte per element where the bf16 kernel reads them at 2.
+void read_fp8_operands(Row& r, const MlaGeometry& g, double tokens) {
   // A prompt without a prefix: as many keys as queries.
+  r.op.bytes_read -= BytesF{tokens * g.heads * (2 * (g.d_n + g.d_r) + g.d_v) * (g.act_bytes - 1)};
+}
+
+// The kernels TensorRT-LLM's context MLA runs before its attention kernel (mFmhaDispatcher->run,
+// cpp/tensorrt_llm/common/attentionOp.cpp@eea41b73 :1850), over `tokens` prompt tokens:
+// - invokeMLARopeContext (:1727; kernels/mlaKernels.cu@2423fe2a :924-933, a grid of heads + 8 blocks
+//   per token tile) runs applyMLARopeAndAssignQKVKernelOptContext (:186-330): each head's block loads
+//   the token's RoPE part of Q and the shared RoPE key (:245-246), rotates both, writes Q's part back
+//   and the key's into that head's 192-wide K (:280-281), and head 0 stores the key in the cache
+//   (:262-275); the 8 blocks past the heads copy the latent part into the cache (:285-329). Per token:
+//   h·d_r values of Q read and written, h·d_r of K written, the shared key's d_r and the latent's r
+//   read once (the other heads' reads of the key hit the L2), r + d_r stored in the cache's dtype (fp8:
+//   quantCopy). At 128 heads in bf16, 51,456 bytes per token: a third of the 163,840 the attention
+//   kernel moves.
+// - with fp8 context MLA (a GPU with fp8 tensor cores and an fp8 cache), invokeMLAContextFp8Quantize
+//   (:1731), then the FMHA's q/k/v point at the fp8 buffers (:1799-1801); quantizeCopyInputToFp8Kernel
+//   (kernels/mlaKernels.cu@2423fe2a :822-922, launched :936) reads tokens x heads x 192 of Q and of K
+//   and x 128 of V in bf16 and writes each in fp8 with one scale for the tensor. The tables show it:
+//   on H100 at 128 heads, 8,192 prompt tokens (16 x 512) take 474 µs longer in fp8 than in bf16, this
+//   pass's 1.6 GB at 3.35 TB/s 481 µs; 1,024 tokens, 59 µs against 60.
+// Each is an elementwise pass (the row's `passes`, timed under the elementwise family's parameters).
+void add_trtllm_context_passes(Row& r, const MlaGeometry& g, double tokens, KvDtype kv) {
+  Op rope;
+  rope.id = OpId::rope;
+  const double cache_b = kv == KvDtype::fp8 ? 1 : g.act_bytes;
+  rope.flops = Flops{tokens * g.heads * g.d_r * 3};  // a rotation: ~3 FLOPs per value of Q (and K's for free)
+  rope.bytes_read = BytesF{tokens * (g.heads * g.d_r + g.d_r + g.r) * g.act_bytes};
+  rope.bytes_written = BytesF{tokens * (2 * g.heads * g.d_r * g.act_bytes + (g.r + g.d_r) * cache_b)};
+  r.passes.push_back(rope);
+  if (!r.fp8) return;
   const double elements = tokens * g.heads * (2 * (g.d_n + g.d_r) + g.d_v);
-  r.op.bytes_read -= BytesF{elements * (g.act_bytes - 1)};
   Op q = act_quant_op(elements, g.act_bytes);
   q.bytes_written = BytesF{elements};  // per-tensor fp8: no per-block scales
-  r.quant = q;
+  r.passes.push_back(q);
 }
 
 // The model with `heads` query heads and one layer: the shapes a kernel row timed.
@@ -502,6 +540,9 @@ void read_gqa_attention(const Table2& t, const std::vector<std::string>& row, st
   // they fit with the bf16 rows' costs.
   r.op.fp8_cache = r.op.fp8_cache && runs_fp8_cache_decode_kernel(*r.gpu);
   set_peak(r, fp8_kernel);
+  // A prompt row on the fp8 context kernel starts at costs of its own: fitted apart where the rows
+  // time both kernels.
+  if (!decode) r.op.fp8_cache = r.fp8;
 }
 
 // A DeepSeek-V3.2 (DSA) row on the MLA shapes of `m`: `batch` sequences of `query` new tokens after
@@ -553,7 +594,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
   std::sort(files.begin(), files.end());
   if (files.empty()) fail(dir.string(), "holds no .csv files");
   const std::set<std::string> known{"kernel", "batch", "kv_len", "seq_len", "latency_us", "heads", "query", "kv_dtype", "m", "n", "k", "dtype", "a_dtype", "op", "groups",
-                                    "kv_heads", "head_dim", "topk", "other_us", "act_quant"};
+                                    "kv_heads", "head_dim", "topk", "other_us", "act_quant", "preprocess"};
   std::vector<Row> rows;
   // A parsed row, with its speed-of-light time, joins the table.
   auto keep = [&rows](Row& r) {
@@ -576,6 +617,8 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       for (const char* col : {"other_us", "act_quant"})
         if (r.kernel != kGemm && !text_field(t, cells, col, "").empty())
           fail_key(file, col, text_field(t, cells, col, ""), fmt::format("row {}: only gemm rows carry it", i + 1));
+      if (r.kernel != kPrefill && !text_field(t, cells, "preprocess", "").empty())
+        fail_key(file, "preprocess", text_field(t, cells, "preprocess", ""), fmt::format("row {}: only expanded_prefill rows carry it", i + 1));
       if (r.kernel == kGrouped) {
         // MoE experts: `groups` [k, n] weight matrices each read once, `m` rows in all (bf16 rows in
         // and out, the serving step's convention), fp8 rows at the fp8 peak.
@@ -637,7 +680,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         if (aq != "none" && aq != "timed") fail_key(file, "act_quant", aq, fmt::format("row {}: expected timed or none", i + 1));
         if (aq == "timed" && r.kv_dtype != "fp8")
           fail_key(file, "act_quant", aq, fmt::format("row {}: only a block-fp8 GEMM (dtype fp8) quantises its input per 128 values", i + 1));
-        if (aq == "timed") r.quant = act_quant_op(r.len * r.query, 2);
+        if (aq == "timed") r.passes.push_back(act_quant_op(r.len * r.query, 2));
         keep(r);
         continue;
       }
@@ -671,6 +714,12 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       r.kv_dtype = text_field(t, cells, "kv_dtype", "bf16");
       if (r.kv_dtype != "bf16" && r.kv_dtype != "fp8") fail_key(file, "kv_dtype", r.kv_dtype, fmt::format("row {}: expected bf16 or fp8", i + 1));
       r.measured_s = field(t, cells, i, file, "latency_us", std::nullopt) * 1e-6;
+      // preprocess `trtllm`: the row times TensorRT-LLM's context MLA op, its RoPE pass (and fp8
+      // quantisation) before the attention kernel (add_trtllm_context_passes); `none` or absent: the
+      // attention kernel alone.
+      const std::string preprocess = text_field(t, cells, "preprocess", "none");
+      if (preprocess != "none" && preprocess != "trtllm")
+        fail_key(file, "preprocess", preprocess, fmt::format("row {}: expected trtllm or none", i + 1));
       for (auto [col, v] : {std::pair{"batch", r.batch}, std::pair{"heads", r.heads}})
         if (v != std::floor(v)) fail_key(file, col, fmt::format("{}", v), fmt::format("row {}: expected a whole number", i + 1));
       if (decode && r.query > r.len) fail_key(file, "query", fmt::format("{}", r.query), fmt::format("row {}: more new tokens than kv_len", i + 1));
@@ -685,7 +734,12 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       // An fp8 prefill runs the fp8 attention kernel: the fp8 peak where the GPU has one.
       set_peak(r, !decode && r.kv_dtype == "fp8");
       r.op = *op;
-      if (r.fp8) add_fp8_context_quantisation(r, mla_geometry(one_layer(m, r.heads), w), r.batch * r.len);
+      const MlaGeometry g = mla_geometry(one_layer(m, r.heads), w);
+      // The fp8 context kernel (over an fp8 cache) starts at costs of its own: fitted apart where the
+      // rows time both kernels.
+      r.op.fp8_cache = r.fp8;
+      if (r.fp8) read_fp8_operands(r, g, r.batch * r.len);
+      if (preprocess == "trtllm") add_trtllm_context_passes(r, g, r.batch * r.len, w.kv);
       keep(r);
     }
   }
@@ -750,7 +804,7 @@ Table fit_table(const std::string& title, const std::vector<std::pair<std::strin
             {"eta_compute", "η compute", Unit::fraction}, {"eta_compute_fp8", "η compute fp8", Unit::fraction},
             {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
             {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"l2_speedup", "L2 speed-up", Unit::decimal},
-            {"t_cta_s", "per CTA the busiest SM runs", Unit::seconds}, {"memory_pass", "memory pass", Unit::text},
+            {"t_cta_s", "per CTA the busiest SM runs", Unit::seconds}, {"cta_cost", "CTA cost", Unit::text}, {"memory_pass", "memory pass", Unit::text},
             {"sequence_cost", "block cost", Unit::text}, {"split_kv", "split-KV", Unit::text}, {"train_rows", "rows", Unit::count}},
            .rows = {}};
   for (const auto& [on, f] : fits)
@@ -759,7 +813,7 @@ Table fit_table(const std::string& title, const std::vector<std::pair<std::strin
                        f.eff.per_sequence_fp8_cache ? Value{f.eff.per_sequence_fp8_cache->value} : Value{},
                        f.eff.per_sequence_mmha ? Value{f.eff.per_sequence_mmha->value} : Value{}, f.eff.eta_compute, f.eff.eta_compute_fp8 ? Value{*f.eff.eta_compute_fp8} : Value{},
                        f.eff.eta_compute_fp8_tensor ? Value{*f.eff.eta_compute_fp8_tensor} : Value{}, f.eff.eta_memory, f.eff.memory_reach,
-                       f.eff.l2_speedup, f.eff.per_cta.value, std::string(f.eff.serial_memory ? "apart" : "overlapped"),
+                       f.eff.l2_speedup, f.eff.per_cta.value, std::string(f.eff.cta_overlap ? "with compute" : "added"), std::string(f.eff.serial_memory ? "apart" : "overlapped"),
                        std::string(f.eff.sequences_overlap ? "in the max" : "added"), std::string(f.kernel != kDecode ? "-" : f.eff.split_kv ? "yes" : "no"), f.eff.rows});
   return ft;
 }
@@ -781,6 +835,7 @@ nlohmann::ordered_json fit_json(const GpuKernelFit& f) {
   if (f.eff.per_cta.value != 0) j["t_cta_s"] = f.eff.per_cta.value;
   if (f.eff.serial_memory) j["serial_memory"] = true;
   if (f.eff.sequences_overlap) j["per_sequence_overlapped"] = true;
+  if (f.eff.cta_overlap) j["per_cta_overlapped"] = true;
   if (f.kernel == kDecode) j["split_kv"] = f.eff.split_kv;
   j["rows"] = f.eff.rows;
   return j;
@@ -819,10 +874,11 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
   // What a user gets: the shipped profile `cost` picks for this GPU (its own, its architecture's, or
   // the one over every architecture).
   const std::optional<EfficiencyProfile> shipped = efficiency_for(gpu, bundled_efficiency());
-  // A GEMM row's input quantisation: under the shipped elementwise parameters, and for the refit under
-  // those refitted on the folder's own elementwise rows where it has them.
-  const QuantEfficiency shipped_quant = shipped ? shipped->kernel(KernelFamily::elementwise) : std::nullopt;
-  set_quant_times(rows, shipped_quant);
+  // A row's other kernels (a GEMM's input quantisation, TensorRT-LLM's context passes): under the
+  // shipped elementwise parameters, and for the refit under those refitted on the folder's own
+  // elementwise rows where it has them.
+  const PassEfficiency shipped_passes = shipped ? shipped->kernel(KernelFamily::elementwise) : std::nullopt;
+  set_pass_times(rows, shipped_passes);
   for (Row& r : rows)
     if (shipped)
       if (const auto& k = shipped->kernel(*parse_kernel_family(r.kernel)))
@@ -834,7 +890,7 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
     fits.push_back(fit(k, train));
     for (Row& r : rows)
       if (r.kernel == k) r.fit_s = model_time(r, fits.back());
-    if (std::string(k) == kElementwise) set_quant_times(rows, fits.back().eff);
+    if (std::string(k) == kElementwise) set_pass_times(rows, fits.back().eff);
   }
   std::stable_sort(fits.begin(), fits.end(), [](const GpuKernelFit& a, const GpuKernelFit& b) { return report_place(a.kernel) < report_place(b.kernel); });
 
@@ -888,9 +944,10 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
                                "batch × ⌈heads/64⌉ × ⌈kv_len/64⌉ (split-KV; without split-KV batch × ⌈heads/64⌉, each reading its sequence's cache, and no faster than one CTA at bandwidth/SMs); prefill CTAs = batch × ⌈S/128⌉ × heads, and a causal prefill lasts "
                                "at least as long as its longest CTA. A GEMM row whose call quantises its bf16 input first (`act_quant` timed: m·k values, "
                                "2 bytes read and 1 + 4/128 written each) adds that kernel's time under the elementwise parameters: the shipped "
-                               "profile's for the default, the refit's where the folder times elementwise rows; so does an fp8 MLA prefill row on a "
-                               "GPU with an fp8 peak (TensorRT-LLM's fp8 context MLA quantises Q, K and V first: 2 bytes read and 1 written per "
-                               "element, which its kernel then reads at 1 byte).\n\n",
+                               "profile's for the default, the refit's where the folder times elementwise rows; so does an MLA prefill row of TensorRT-LLM's "
+                               "context op (`preprocess` trtllm) for its RoPE pass (per token h·d_r values of Q read and written, h·d_r of K written, "
+                               "the latent row read and stored in the cache) and, on a GPU with an fp8 peak and an fp8 cache, its quantisation of "
+                               "Q, K and V (2 bytes read and 1 written per element). An fp8 prefill kernel reads Q, K and V at 1 byte.\n\n",
                                gpu.name, dir.string(), gpu.source, m.name, shipped ? shipped->describe() : std::string("none bundled"));
   md += unread_note(unread);
   md += md_section(err);
@@ -970,10 +1027,10 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
       }
     }
   };
-  // Each GPU's elementwise parameters its GEMM rows' input quantisation is timed with: in a fit, its
+  // Each GPU's elementwise parameters its rows' other kernels are timed with: in a fit, its
   // own (even rows), else those over every GPU; predicting it left out, those fitted without it.
-  std::vector<QuantEfficiency> quant_own(gpus.size()), quant_left_out(gpus.size());
-  QuantEfficiency quant_all;
+  std::vector<PassEfficiency> passes_own(gpus.size()), passes_left_out(gpus.size());
+  PassEfficiency passes_all;
   for (const char* k : kFitOrder) {
     // Each GPU's own fit (even rows) first: it also finds whether the GPU's decode kernel splits keys,
     // and the fits over several GPUs then time each GPU's rows with its own kernel.
@@ -1009,10 +1066,10 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
         logo_fits.push_back({fmt::format("{} (for {})", on, gpus[g].name), *logo});
       }
       const GpuKernelFit& in_table = *in_tables[g];
-      if (std::string(k) == kElementwise) quant_own[g] = in_tables[g]->eff, quant_left_out[g] = logo ? QuantEfficiency{logo->eff} : std::nullopt;
+      if (std::string(k) == kElementwise) passes_own[g] = in_tables[g]->eff, passes_left_out[g] = logo ? PassEfficiency{logo->eff} : std::nullopt;
       for (Row& r : mine) {
         if (r.kernel != k) continue;
-        if (logo) r.logo_s = row_time(r, logo->eff, quant_time(r, quant_left_out[g]));
+        if (logo) r.logo_s = row_time(r, logo->eff, passes_time(r, passes_left_out[g]));
         r.fit_s = model_time(r, in_table);
         // The nearest row of another GPU (same kernel and cache dtype) in log shape, scaled by the
         // two rows' speed-of-light ratio.
@@ -1059,16 +1116,16 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
       // the profile over all.
       if (!arch.empty() && !architecture_suffices(every, family, gpus[members.front()])) continue;
       all_fits.push_back({fmt::format("{}: {}", arch.empty() ? "any architecture" : arch, on), fit(k, every)});
-      if (arch.empty() && std::string(k) == kElementwise) quant_all = all_fits.back().second.eff;
+      if (arch.empty() && std::string(k) == kElementwise) passes_all = all_fits.back().second.eff;
       add_to_profile(arch.empty() ? "any" : arch, arch.empty() ? "any" : "architecture", members, k, all_fits.back().second);
     }
     for (std::size_t g = 0; g < gpus.size(); ++g)
       if (fittable(g) && !of_kernel(per_gpu[g], k).empty()) add_to_profile(dirs[g].filename().string(), "gpu", {g}, k, fit(k, of_kernel(per_gpu[g], k)));
     if (std::string(k) == kElementwise)
       for (std::size_t g = 0; g < gpus.size(); ++g) {
-        if (!quant_own[g]) quant_own[g] = quant_all;
-        if (!quant_left_out[g]) quant_left_out[g] = quant_all;
-        set_quant_times(per_gpu[g], quant_own[g]);
+        if (!passes_own[g]) passes_own[g] = passes_all;
+        if (!passes_left_out[g]) passes_left_out[g] = passes_all;
+        set_pass_times(per_gpu[g], passes_own[g]);
       }
   }
   auto in_report_order = [](std::vector<std::pair<std::string, GpuKernelFit>>& v) {
@@ -1089,8 +1146,9 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
                                "predicts this GPU's through its own datasheet peak, bandwidth, SM count and L2. Beside it: speed of light; lookup, "
                                "the nearest row of those same GPUs (same kernel and cache dtype, nearest in log batch, length, heads and query) "
                                "scaled by the two rows' speed-of-light ratio; and the refit on this GPU's own even rows, judged on its "
-                               "odd rows. A GEMM row whose call quantises its input first (`act_quant` timed), or an fp8 MLA prefill row on a GPU "
-                               "with an fp8 peak (TensorRT-LLM quantises Q, K and V first), adds that kernel's time under its GPU's "
+                               "odd rows. A GEMM row whose call quantises its input first (`act_quant` timed), or an MLA prefill row of TensorRT-LLM's "
+                               "context op (`preprocess` trtllm: its RoPE pass, and on a GPU with an fp8 peak over an fp8 cache its Q/K/V "
+                               "quantisation), adds those kernels' time under its GPU's "
                                "own elementwise fit (over every GPU's where it has no elementwise rows; left out, the fit without it). "
                                "H20 and H200 rows are never fitted on.\n\n",
                                root.string(), m.name, kMinArchitectureRows);

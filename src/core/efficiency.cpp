@@ -259,11 +259,14 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   // keys' splits included); latent attention per sequence its busiest SM starts either way.
   t.sequences = part ? part->pieces : k.sequences_overlap ? ctas : launch.sequences;
   t.cta_waves = ctas > 0 && sms > 0 ? std::ceil(ctas / sms) : 0;
+  const double cta_cost = t.cta_waves * k.per_cta.value;
+  if (k.cta_overlap) t.ctas = Seconds{t.launches * cta_cost};
+  const double fixed_ctas = k.cta_overlap ? 0 : cta_cost;
   if (k.sequences_overlap) {
-    t.fixed = Seconds{t.launches * (costs.fixed.value + t.cta_waves * k.per_cta.value)};
+    t.fixed = Seconds{t.launches * (costs.fixed.value + fixed_ctas)};
     t.blocks = Seconds{t.launches * t.sequences * costs.per_sequence.value};
   } else {
-    t.fixed = Seconds{t.launches * (costs.fixed.value + t.sequences * costs.per_sequence.value + t.cta_waves * k.per_cta.value)};
+    t.fixed = Seconds{t.launches * (costs.fixed.value + t.sequences * costs.per_sequence.value + fixed_ctas)};
   }
   return t;
 }

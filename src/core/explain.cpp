@@ -471,6 +471,12 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
       for (const std::string& x : terms) s = cat(s, s.empty() ? "" : ", ", x);
       return terms.size() > 1 ? cat("max(", s, ")") : s;
     };
+    // (cta_overlap) the CTAs' cost is SM time, added to the compute term inside the max.
+    const bool per_cta = k.per_cta.value > 0, cta_inside = per_cta && k.cta_overlap;
+    if (cta_inside) {
+      cf = {cat(bound(cf), " + launches · ⌈CTAs / SMs⌉ · t_cta")};
+      cv = {cat(bound(cv), " + ", num(counted.launches), " · ", num(counted.cta_waves), " · ", secs(k.per_cta.value))};
+    }
     auto both = [](std::vector<std::string> a, const std::vector<std::string>& b) {
       a.insert(a.end(), b.begin(), b.end());
       return a;
@@ -483,9 +489,10 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
       terms_f = cat("max(", terms_f, ", launches · sequences · t_seq)");
       terms_v = cat("max(", terms_v, ", ", num(counted.launches), " · ", num(sequences), " · ", secs(costs.per_sequence.value), ")");
     }
-    const bool per_cta = k.per_cta.value > 0;
+    const bool cta_fixed = per_cta && !cta_inside;
+    const Seconds compute = t.compute + t.ctas;
     return real_step(quantity,
-                     cat("launches · (t_fixed", overlap ? "" : " + sequences · t_seq", per_cta ? " + ⌈CTAs / SMs⌉ · t_cta" : "", ") + ", terms_f,
+                     cat("launches · (t_fixed", overlap ? "" : " + sequences · t_seq", cta_fixed ? " + ⌈CTAs / SMs⌉ · t_cta" : "", ") + ", terms_f,
                          k.serial_memory ? " (the memory pass apart from the compute kernel)" : "",
                          overlap ? " (the blocks' cost overlapping the streaming)" : "",
                          ", w = CTAs / (⌈CTAs / SMs⌉ · SMs), w_m = CTAs / (⌊CTAs / SMs⌋ · SMs + max(r, SMs / reach)) (1 for whole waves); ", to_string(fam),
@@ -496,13 +503,13 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                                                        : ", XQA: t_seq per block, one per KV head and sequence")
                                             : partition),
                      cat(num(counted.launches), " · (", secs(costs.fixed.value), overlap ? std::string() : cat(" + ", num(sequences), " · ", secs(costs.per_sequence.value)),
-                         per_cta ? cat(" + ", num(counted.cta_waves), " · ", secs(k.per_cta.value)) : std::string(), ") + ", terms_v, "; w = ", num(ctas), " / (⌈",
+                         cta_fixed ? cat(" + ", num(counted.cta_waves), " · ", secs(k.per_cta.value)) : std::string(), ") + ", terms_v, "; w = ", num(ctas), " / (⌈",
                          num(ctas), " / ", num(rf.sms), "⌉ · ", num(rf.sms), "), w_m = ", plain(wm), " (reach ", plain(k.memory_reach), ")"),
                      cat(secs(t.time.value), " = ", secs(t.fixed.value), " + ",
-                         overlap ? cat("max(", t.serial ? cat(secs(t.compute.value), " + ", secs(t.memory.value)) : secs(std::max(t.compute, t.memory).value), ", ",
+                         overlap ? cat("max(", t.serial ? cat(secs(compute.value), " + ", secs(t.memory.value)) : secs(std::max(compute, t.memory).value), ", ",
                                        secs(t.blocks.value), ")")
-                         : t.serial ? cat(secs(t.compute.value), " + ", secs(t.memory.value))
-                                    : secs(std::max(t.compute, t.memory).value),
+                         : t.serial ? cat(secs(compute.value), " + ", secs(t.memory.value))
+                                    : secs(std::max(compute, t.memory).value),
                          t.compute_bound ? " (compute-bound)" : " (memory-bound)"),
                      t.time.value, "s");
   }

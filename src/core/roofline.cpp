@@ -77,8 +77,8 @@ OpTime op_time(const Op& op, const Roofline& rf) {
   if (const auto fam = rf.fit_family(family_of(op))) {
     const CalibratedTime c =
         calibrated_time(op, *rf.kernels[static_cast<std::size_t>(*fam)], op_peak(op, rf), rf.bandwidth, rf.sms, takes_fp8_efficiency(op, rf), Bytes{0});
-    t.compute = c.compute, t.memory = c.memory, t.fixed = c.fixed, t.blocks = c.blocks, t.time = c.time(), t.serial = c.serial;
-    t.compute_bound = t.compute >= t.memory;
+    t.compute = c.compute, t.memory = c.memory, t.fixed = c.fixed, t.blocks = c.blocks, t.ctas = c.ctas, t.time = c.time(), t.serial = c.serial;
+    t.compute_bound = t.compute + t.ctas >= t.memory;
     t.calibrated = true;
     return t;
   }

@@ -94,7 +94,7 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
     const std::string prefix = "kernels." + name;
     only_keys(k, where, prefix,
               {"fixed_s", "per_sequence_s", "fixed_fp8_cache_s", "per_sequence_fp8_cache_s", "per_sequence_mmha_s", "eta_compute", "eta_compute_fp8", "eta_compute_fp8_tensor",
-               "eta_memory", "memory_reach", "l2_speedup", "per_cta_s", "serial_memory", "per_sequence_overlapped", "split_kv", "rows"});
+               "eta_memory", "memory_reach", "l2_speedup", "per_cta_s", "serial_memory", "per_sequence_overlapped", "per_cta_overlapped", "split_kv", "rows"});
     for (const char* key : {"fixed_s", "per_sequence_s", "eta_compute", "eta_memory", "rows"})
       if (!k.contains(key)) fail_key(where, prefix + "." + key, "(absent)", "required for every kernel family");
     KernelEfficiency e;
@@ -125,21 +125,18 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
     // Optional: 0 (no cost per CTA) and false (compute and memory overlap) for the families that do not
     // fit them.
     if (k.contains("per_cta_s")) e.per_cta = Seconds{number(k["per_cta_s"], where, prefix + ".per_cta_s", 0, 1, false)};
-    if (k.contains("serial_memory")) {
-      if (!k["serial_memory"].is_boolean()) fail_key(where, prefix + ".serial_memory", show_json(k["serial_memory"]), "expected true or false");
-      e.serial_memory = k["serial_memory"].get<bool>();
-    }
-    // Optional: false (the cost per sequence added to the max) for the families that do not fit it.
-    if (k.contains("per_sequence_overlapped")) {
-      if (!k["per_sequence_overlapped"].is_boolean())
-        fail_key(where, prefix + ".per_sequence_overlapped", show_json(k["per_sequence_overlapped"]), "expected true or false");
-      e.sequences_overlap = k["per_sequence_overlapped"].get<bool>();
-    }
+    // Optional flags, true or false where given.
+    auto flag = [&](const char* key, bool& out) {
+      if (!k.contains(key)) return;
+      if (!k[key].is_boolean()) fail_key(where, prefix + "." + key, show_json(k[key]), "expected true or false");
+      out = k[key].get<bool>();
+    };
+    flag("serial_memory", e.serial_memory);
+    // Optional: false (the cost per sequence, per CTA, added to the max) for the families that do not fit it.
+    flag("per_sequence_overlapped", e.sequences_overlap);
+    flag("per_cta_overlapped", e.cta_overlap);
     e.rows = count(k["rows"], where, prefix + ".rows");
-    if (k.contains("split_kv")) {
-      if (!k["split_kv"].is_boolean()) fail_key(where, prefix + ".split_kv", show_json(k["split_kv"]), "expected true or false");
-      e.split_kv = k["split_kv"].get<bool>();
-    }
+    flag("split_kv", e.split_kv);
     p.kernels[static_cast<std::size_t>(*f)] = e;
   }
   return p;
@@ -153,7 +150,7 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
   if (!p.gpu.empty()) j["gpu"] = p.gpu;
   j["written_by"] = p.written_by;
   j["transfer_rule"] =
-      "t = launches·(fixed_s + sequences·per_sequence_s + ceil(CTAs / SMs)·per_cta_s) (GQA decode over an fp8 KV cache on a Hopper GPU, TensorRT-LLM's QGMMA and fp8-cache MMHA kernels: fixed_fp8_cache_s and per_sequence_fp8_cache_s where given; TensorRT-LLM's MMHA decode kernel over a bf16 cache: per_sequence_mmha_s where given) + max(F / (peak·eta_compute·w) (fp8 kernels: the fp8 peak·eta_compute_fp8 where given, per-tensor-scaled fp8 GEMMs eta_compute_fp8_tensor where given), B / (bandwidth·eta_memory·w_m) (·l2_speedup where B fits the GPU's L2 in a table timed over one tensor again and again; a step's ops stream from DRAM), F_cta / (peak/SMs·eta_compute)) (serial_memory true: the F and B terms add, the op's memory pass apart from its compute kernel; per_sequence_overlapped true: launches·sequences·per_sequence_s is a term of that max, not of the fixed cost), "
+      "t = launches·(fixed_s + sequences·per_sequence_s + ceil(CTAs / SMs)·per_cta_s) (GQA decode over an fp8 KV cache on a Hopper GPU, TensorRT-LLM's QGMMA and fp8-cache MMHA kernels, and its fp8 context MLA kernel: fixed_fp8_cache_s and per_sequence_fp8_cache_s where given; TensorRT-LLM's MMHA decode kernel over a bf16 cache: per_sequence_mmha_s where given) + max(F / (peak·eta_compute·w) (fp8 kernels: the fp8 peak·eta_compute_fp8 where given, per-tensor-scaled fp8 GEMMs eta_compute_fp8_tensor where given), B / (bandwidth·eta_memory·w_m) (·l2_speedup where B fits the GPU's L2 in a table timed over one tensor again and again; a step's ops stream from DRAM), F_cta / (peak/SMs·eta_compute)) (serial_memory true: the F and B terms add, the op's memory pass apart from its compute kernel; per_sequence_overlapped true: launches·sequences·per_sequence_s is a term of that max, not of the fixed cost; per_cta_overlapped true: launches·ceil(CTAs / SMs)·per_cta_s is added to the F term inside the max, not to the fixed cost), "
       "w = CTAs / (ceil(CTAs / SMs)·SMs), w_m = CTAs / (floor(CTAs / SMs)·SMs + max(r, SMs / memory_reach)) with r the last wave's CTAs (1 for whole waves); "
       "latent attention: sequences = those the busiest SM starts, with split_kv true FlashMLA's partition (the SMs cut into floor(SMs / 64-row query tiles) parts, a sequence's 64-key blocks plus 5 dealt over them; B adds each piece of a split sequence's fp32 partial output, written and read back by the combine kernel), "
       "with split_kv false ceil(CTAs / SMs), one CTA per sequence and 64-head tile walking all its keys, "
@@ -188,6 +185,7 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
       if (k->per_cta.value != 0) e["per_cta_s"] = k->per_cta.value;
       if (k->serial_memory) e["serial_memory"] = true;
       if (k->sequences_overlap) e["per_sequence_overlapped"] = true;
+      if (k->cta_overlap) e["per_cta_overlapped"] = true;
       // Written for the latent attention families, where it changes the time.
       if (is_latent_attention(static_cast<KernelFamily>(i))) e["split_kv"] = k->split_kv;
       e["rows"] = k->rows;

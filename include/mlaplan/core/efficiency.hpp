@@ -6,7 +6,9 @@
 //
 // (a family whose op runs its memory-bound pass apart from its compute kernel, serial_memory: the
 // sum of the two terms instead of their max; a family whose blocks' cost overlaps the streaming,
-// sequences_overlap: launches·sequences·t_seq a term of the max instead of the fixed cost),
+// sequences_overlap: launches·sequences·t_seq a term of the max instead of the fixed cost; a family
+// whose cost per CTA is SM time the streaming hides, cta_overlap: launches·⌈CTAs / SMs⌉·t_cta added to
+// the compute term inside the max instead of to the fixed cost),
 // w = CTAs / (⌈CTAs / SMs⌉·SMs) is the wave efficiency of the op's launch on the GPU (a last wave
 // that leaves SMs idle; a GEMM with fewer tiles than SMs splits its reduction to fill them), F counts the FLOPs of padded tiles (64-head tiles of the latent decode
 // kernel), and F_cta is the op's longest CTA (a causal prefill's last query tile): no launch ends
@@ -93,7 +95,9 @@ struct KernelEfficiency {
   // invokeQKVPreprocessing :1541, then mFmhaDispatcher->run :1618; mlaGeneration's
   // invokeMLARopeGeneration :932, then FlashMLA :1131), while its GQA decode (XQA, MMHA) does the
   // RoPE and cache write in the attention kernel itself. Fitted: the better of the two on the rows,
-  // for the attention families.
+  // for the attention families. (The MLA context rows now time TensorRT-LLM's RoPE pass and fp8
+  // quantisation as elementwise kernels of their own, with their own bytes: mlaplan-validate's
+  // `preprocess` column.)
   bool serial_memory = false;
   // Whether the cost per sequence (per block of a GQA decode grid) is SM time that the other blocks'
   // streaming hides, a third term of the max instead of a cost added to it: TensorRT-LLM's XQA decode
@@ -103,6 +107,13 @@ struct KernelEfficiency {
   // A latent decode kernel's cost per sequence its busiest SM starts likewise. Fitted: the better of
   // the two on the rows, for the decode families (GQA and latent).
   bool sequences_overlap = false;
+  // Whether the cost per CTA is SM time that the streaming hides: added to the compute term inside
+  // the max, launches·⌈CTAs / SMs⌉·t_cta, instead of to the fixed cost. A flash prefill of short
+  // prompts runs many small CTAs and streams its bytes meanwhile: TensorRT-LLM's context MLA on H100,
+  // bf16 at 128 heads, 256 prompts of 64 tokens take 1,335 µs, where the cost per CTA added (2.8 µs
+  // for each of the 249 CTAs the busiest SM runs) would give 1,800. Fitted: the better of the two on
+  // the rows, for the flash prefill families.
+  bool cta_overlap = false;
   double eta_memory = 1;    // of the memory bandwidth, in a full wave
   // The bandwidth one CTA streams, in multiples of its SM's share (bandwidth/SMs), ≥ 1: how far a
   // launch of fewer CTAs than SMs still reaches the full wave's bandwidth (memory_wave_efficiency).
@@ -237,10 +248,11 @@ std::optional<LatentPartition> latent_partition(const Tiling& t, double sms, boo
 // what one CTA streams, B_cta / (min(1, reach/SMs)·bandwidth·η_m). A latent attention op pays t_seq
 // for the sequences the busiest SM starts (latent_partition), not for the batch's.
 struct CalibratedTime {
-  Seconds fixed{0};    // launches·(t_fixed + sequences·t_seq + cta_waves·t_cta); sequences_overlap: without the t_seq term
+  Seconds fixed{0};    // launches·(t_fixed + sequences·t_seq + cta_waves·t_cta); sequences_overlap: without the t_seq term; cta_overlap: without the t_cta term
   Seconds blocks{0};   // sequences_overlap: launches·sequences·t_seq, a term of the max (else 0)
   Seconds compute{0};  // F / (peak·η_c·w), or the longest CTA where that is longer
   Seconds memory{0};   // B / (bandwidth·η_m·w_m), over l2_speedup where B fits the L2
+  Seconds ctas{0};     // cta_overlap: launches·cta_waves·t_cta, added to compute inside the max (else 0)
   double waves = 1;    // w
   double memory_waves = 1;  // w_m
   bool l2_resident = false;  // the op's bytes fit the L2 and the family has an L2 speed-up
@@ -249,7 +261,7 @@ struct CalibratedTime {
   // (or blocks, or pieces) each pays t_seq for, and the CTAs the busiest SM runs in each, ⌈CTAs / SMs⌉.
   double launches = 1, sequences = 0, cta_waves = 0;
   bool mmha = false;  // the launch runs TensorRT-LLM's MMHA decode kernel (launch_shape)
-  Seconds streaming() const { return serial ? compute + memory : compute > memory ? compute : memory; }
+  Seconds streaming() const { return serial ? compute + ctas + memory : compute + ctas > memory ? compute + ctas : memory; }
   Seconds time() const { return fixed + (blocks > streaming() ? blocks : streaming()); }
 };
 // Whether an op streams its bytes from the L2 at the family's l2_speedup: the family has one, the GPU's

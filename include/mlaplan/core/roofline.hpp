@@ -50,6 +50,7 @@ struct OpTime {
   Seconds memory{0};     // B / (bandwidth·η_m), calibrated: B / (bandwidth·η_m·w)
   Seconds fixed{0};      // launch, calibrated: launches·(t_fixed + sequences·t_seq + CTA waves·t_cta)
   Seconds blocks{0};     // calibrated under a family with sequences_overlap: launches·sequences·t_seq (not in fixed)
+  Seconds ctas{0};       // calibrated under a family with cta_overlap: launches·CTA waves·t_cta, added to compute (not in fixed)
   Seconds time{0};       // max of the two (their sum where the family's memory pass runs apart; and blocks), plus fixed
   bool serial = false;   // calibrated under a family with serial_memory: compute and memory add
   bool calibrated = false;  // its family's fitted parameters were used
