@@ -728,10 +728,29 @@ TEST_CASE("a flash prefill pays its cost per CTA wave, and a memory pass apart a
   const OpTime ti = op_time(*mha, rf);
   CHECK(ti.ctas.value == Approx(80e-6));
   CHECK(ti.time.value == Approx(inside.time().value));
+  // A path's compute time counts it as the op's SM time.
+  PathPlan one;
+  one.add(*mha);
+  CHECK(path_cost(one, rf).compute.value == Approx(ti.compute.value + 80e-6));
+  CHECK(ti.compute_bound);
   const ExplainStep ei = explain_op_time("attention", *mha, rf, ti);
   CHECK(ei.formula.find("launches · (t_fixed + sequences · t_seq) + max(") != std::string::npos);
   CHECK(ei.formula.find(" + launches · ⌈CTAs / SMs⌉ · t_cta, B") != std::string::npos);
   CHECK(ei.substituted.find(" + 1 · 32 · 2.5 µs, ") != std::string::npos);
+  CHECK(ei.number() == Approx(inside.time().value));
+  // With the memory pass apart too, the CTAs' cost adds with both terms; with the blocks' cost in the
+  // max as well, the t_seq term leaves the fixed cost for the max.
+  k.serial_memory = true;
+  const CalibratedTime both = calibrated_time(*mha, k, peak, bw, 132, false, Bytes{0});
+  CHECK(both.time().value == Approx(15.02e-6 + over.compute.value + 80e-6 + memory));
+  k.serial_memory = false;
+  k.sequences_overlap = true;
+  const CalibratedTime blocks = calibrated_time(*mha, k, peak, bw, 132, false, Bytes{0});
+  CHECK(blocks.fixed.value == Approx(15e-6));
+  CHECK(blocks.time().value == Approx(15e-6 + std::max({over.compute.value + 80e-6, memory, blocks.blocks.value})));
+  rf.kernels[static_cast<std::size_t>(KernelFamily::expanded_prefill)] = k;
+  const OpTime tb = op_time(*mha, rf);
+  CHECK(explain_op_time("attention", *mha, rf, tb).number() == Approx(blocks.time().value));
 }
 
 TEST_CASE("calibrated times are never faster than speed of light on any bundled model and profile", "[efficiency][property]") {
@@ -899,6 +918,9 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j["kernels"]["absorbed_decode"]["per_sequence_overlapped"] = 1;
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.per_sequence_overlapped' = 1: expected true or false");
   j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["per_cta_overlapped"] = "true";
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.per_cta_overlapped' = \"true\": expected true or false");
+  j = minimal_profile();
   j["kernels"]["absorbed_decode"]["per_sequence_mmha_s"] = -1e-9;
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.per_sequence_mmha_s' = -1e-09: expected a number in [0, 1]");
   j["kernels"]["absorbed_decode"]["per_sequence_mmha_s"] = nullptr;
@@ -938,6 +960,7 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j["kernels"]["absorbed_decode"]["per_cta_s"] = 2.5e-6;
   j["kernels"]["absorbed_decode"]["serial_memory"] = true;
   j["kernels"]["absorbed_decode"]["per_sequence_overlapped"] = true;
+  j["kernels"]["absorbed_decode"]["per_cta_overlapped"] = true;
   j["kernels"]["absorbed_decode"]["per_sequence_mmha_s"] = 1.25e-8;
   const EfficiencyProfile p = parse_efficiency_profile(j, "p.json");
   const EfficiencyProfile q = parse_efficiency_profile(json::parse(efficiency_profile_json(p).dump()), "p.json");
@@ -956,6 +979,8 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   const bool q_serial = qk.serial_memory, q_overlap = qk.sequences_overlap;
   CHECK(q_serial);
   CHECK(q_overlap);
+  const bool q_cta = qk.cta_overlap;
+  CHECK(q_cta);
   CHECK(qk.per_sequence_mmha.value_or(Seconds{0}).value == 1.25e-8);
   const EfficiencyProfile d = parse_efficiency_profile(minimal_profile(), "p.json");
   const KernelEfficiency& dk = *d.kernel(KernelFamily::absorbed_decode);
@@ -967,6 +992,8 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   const bool d_serial = dk.serial_memory, d_overlap = dk.sequences_overlap, d_mmha = dk.per_sequence_mmha.has_value();
   CHECK(!d_serial);              // absent: compute and memory overlap
   CHECK(!d_overlap);             // absent: the cost per sequence is added
+  const bool d_cta = dk.cta_overlap;
+  CHECK(!d_cta);                 // absent: the cost per CTA is added
   CHECK(!d_mmha);                // absent: MMHA's blocks cost per_sequence_s
   CHECK(!d_fp8);
   CHECK(!d_tensor);

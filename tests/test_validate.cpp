@@ -783,6 +783,45 @@ TEST_CASE("Against: fold rows timed over weights the L2 keeps give back the L2 s
   CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit
 }
 
+TEST_CASE("Against: prefill rows whose cost per CTA hides under the streaming give that mode back", "[validate]") {
+  // MLA prefill rows on an H100 timed by the model itself with the cost per CTA inside the max
+  // (cta_overlap): long prompts (compute-bound, the CTAs' cost adds to the compute term) and many
+  // short ones (memory-bound, where it hides). Fitted with the cost added instead, the short rows
+  // would run slow by up to their CTA waves x 3 µs; the refit must find the mode and reproduce every row.
+  const HardwareSpec h100 = load_gpu("h100");
+  const ModelSpec m = load_model("deepseek-v3");
+  const KernelEfficiency given{.fixed = Seconds{12e-6}, .per_sequence = Seconds{2e-8}, .eta_compute = 0.6, .eta_compute_fp8 = std::nullopt,
+                               .eta_compute_fp8_tensor = std::nullopt, .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt,
+                               .per_cta = Seconds{3e-6}, .cta_overlap = true, .eta_memory = 0.7, .memory_reach = 8, .rows = 0};
+  std::string table = "kernel,batch,seq_len,heads,latency_us\n";
+  int hidden = 0;
+  for (int b : {1, 4, 16, 64, 256})
+    for (int len : {32, 64, 256, 1024, 4096})
+      for (int heads : {32, 128}) {
+        ModelSpec mm = m;
+        mm.heads = mm.kv_heads = heads;
+        mm.layers.resize(1);
+        Workload w;
+        w.groups = {SequenceGroup{b, static_cast<double>(len), 0}};
+        const Op* op = mla_path(mm, w, PathKind::expand).find(OpId::attention_mha);
+        REQUIRE(op);
+        const CalibratedTime t = calibrated_time(*op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false,
+                                                 Bytes{0});
+        hidden += t.memory > t.compute + t.ctas && t.ctas.value > 0.1 * t.time().value ? 1 : 0;
+        table += fmt::format("expanded_prefill,{},{},{},{:.6f}\n", b, len, heads, t.time().value * 1e6);
+      }
+  REQUIRE(hidden >= 4);  // rows where the mode decides the time
+  Scratch s("against-cta-overlap");
+  s.write("t.csv", table);
+  const GemmRefit refit(s, h100, "expanded_prefill");
+  INFO(refit.gemm.dump());
+  CHECK(refit.gemm.value("per_cta_overlapped", false));
+  CHECK(refit.gemm["t_cta_s"].get<double>() == Approx(3e-6).epsilon(0.15));
+  const auto e = parse_csv(refit.errors);
+  REQUIRE(e.size() == 2);
+  CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit
+}
+
 namespace {
 
 // A one-layer GQA (MHA where the heads equal the KV heads) model of head size 128, for decode rows.

@@ -125,7 +125,8 @@ double model_time(const Row& r, const GpuKernelFit& f) { return row_time(r, f.ef
 // A row's calibrated time split into what the fit's linear costs (t_fixed, t_seq, t_cta) multiply
 // and what they do not: time = held + launches·((own ? t_fixed + sequences·t_seq : 0) + cta_waves·t_cta)
 // + streaming + other, which is row_time's value; under sequences_overlap the t_seq term (or the held
-// fp8-cache one) is instead a term of the max with the streaming. The fits search their efficiencies
+// fp8-cache one) is instead a term of the max with the streaming; under cta_overlap the t_cta term is
+// added to the compute term inside it. The fits search their efficiencies
 // on a grid's outer axes and the costs on its inner ones, so the core's calibrated time runs once per
 // row and set of efficiencies.
 struct RowParts {
@@ -243,7 +244,8 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   }
   const bool own_fp8 = fp8 && bf16, own_tensor = tensor && (bf16 || fp8);
   // Where the rows read both caches (TensorRT-LLM's decode tables time each shape over a bf16 and an
-  // fp8 cache), the fp8-cache kernel's fixed and per-sequence costs are fitted apart the same way:
+  // fp8 cache; its prompt tables run the fp8 context kernel over the fp8 one), the fp8-cache kernel's
+  // fixed and per-sequence costs are fitted apart the same way:
   // the five with them held, then the two alone.
   const bool own_cache = fp8_cache && bf16_cache;
   // Where elementwise or fold rows run over sets both within and beyond their GPU's L2 (tables timed

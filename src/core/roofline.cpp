@@ -119,7 +119,7 @@ PathCost path_cost(const PathPlan& p, const Roofline& rf) {
       c.bytes += op.bytes();
       c.workspace_bytes = std::max(c.workspace_bytes, op.workspace_bytes);
       c.time += t.time;
-      c.compute += t.compute;
+      c.compute += t.compute + t.ctas;  // a cost per CTA inside the max is SM time (cta_overlap)
       c.memory += t.memory;
     }
     return c;

@@ -69,7 +69,9 @@ struct KernelEfficiency {
   // eta_compute_fp8, else eta_compute.
   std::optional<double> eta_compute_fp8_tensor;
   // The fixed and per-sequence costs of the family's decode kernel over an fp8 KV cache
-  // (Op::fp8_cache), where they were fitted apart: on Hopper TensorRT-LLM's XQA reads fp8 keys with
+  // (Op::fp8_cache), where they were fitted apart (mlaplan-validate also fits them for TensorRT-LLM's
+  // fp8 context kernels, MLA and GQA prompts, whose table rows set Op::fp8_cache; the planner's
+  // prefill ops never do, so a step's prefill takes the bf16 kernel's costs): on Hopper TensorRT-LLM's XQA reads fp8 keys with
   // its QGMMA kernels, whose blocks start and walk their keys at another cost than the bf16 kernel's,
   // and MMHA with its fp8-cache instantiation (runs_fp8_cache_decode_kernel; keeping MMHA on the bf16
   // kernel's costs fit H100's decode rows worse in-table, 16.6% against 15.4%). Both or neither;
@@ -112,7 +114,7 @@ struct KernelEfficiency {
   // prompts runs many small CTAs and streams its bytes meanwhile: TensorRT-LLM's context MLA on H100,
   // bf16 at 128 heads, 256 prompts of 64 tokens take 1,335 µs, where the cost per CTA added (2.8 µs
   // for each of the 249 CTAs the busiest SM runs) would give 1,800. Fitted: the better of the two on
-  // the rows, for the flash prefill families.
+  // the rows, for MLA's expanded prefill (GQA prompts fit better with the cost added).
   bool cta_overlap = false;
   double eta_memory = 1;    // of the memory bandwidth, in a full wave
   // The bandwidth one CTA streams, in multiples of its SM's share (bandwidth/SMs), ≥ 1: how far a
