@@ -125,11 +125,12 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
     // Optional: 0 (no cost per CTA) and false (compute and memory overlap) for the families that do not
     // fit them.
     if (k.contains("per_cta_s")) e.per_cta = Seconds{number(k["per_cta_s"], where, prefix + ".per_cta_s", 0, 1, false)};
-    // Optional flags, true or false where given.
+    // Optional flags, true or false where given (a named reference: clang 14 captures no structured binding).
+    const auto& entry = k;
     auto flag = [&](const char* key, bool& out) {
-      if (!k.contains(key)) return;
-      if (!k[key].is_boolean()) fail_key(where, prefix + "." + key, show_json(k[key]), "expected true or false");
-      out = k[key].get<bool>();
+      if (!entry.contains(key)) return;
+      if (!entry[key].is_boolean()) fail_key(where, prefix + "." + key, show_json(entry[key]), "expected true or false");
+      out = entry[key].get<bool>();
     };
     flag("serial_memory", e.serial_memory);
     // Optional: false (the cost per sequence, per CTA, added to the max) for the families that do not fit it.
