@@ -713,7 +713,8 @@ TEST_CASE("a flash prefill pays its cost per CTA wave, and a memory pass apart a
   // 622.5 µs of CTA cost hide under the 2.68 GB the kernel streams (1,148 µs at 0.7 of 3.35 TB/s).
   Workload shorts;
   shorts.groups = {SequenceGroup{256, 64, 0}};
-  const Op* short_mha = mla_path(m, shorts, PathKind::expand).find(OpId::attention_mha);
+  const PathPlan short_plan = mla_path(m, shorts, PathKind::expand);  // the op points into it
+  const Op* short_mha = short_plan.find(OpId::attention_mha);
   REQUIRE(short_mha);
   const CalibratedTime hidden = calibrated_time(*short_mha, k, peak, bw, 132, false, Bytes{0});
   CHECK(hidden.cta_waves == 249);

@@ -803,7 +803,8 @@ TEST_CASE("Against: prefill rows whose cost per CTA hides under the streaming gi
         mm.layers.resize(1);
         Workload w;
         w.groups = {SequenceGroup{b, static_cast<double>(len), 0}};
-        const Op* op = mla_path(mm, w, PathKind::expand).find(OpId::attention_mha);
+        const PathPlan plan = mla_path(mm, w, PathKind::expand);  // the op points into it
+        const Op* op = plan.find(OpId::attention_mha);
         REQUIRE(op);
         const CalibratedTime t = calibrated_time(*op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false,
                                                  Bytes{0});
