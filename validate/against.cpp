@@ -161,7 +161,7 @@ double parts_time(const RowParts& p, const KernelEfficiency& k) {
   const double t_seq = p.mmha && k.per_sequence_mmha ? k.per_sequence_mmha->value : k.per_sequence.value;
   const double ctas = p.launches * p.cta_waves * k.per_cta.value;
   double streaming = p.streaming, fixed_ctas = ctas;
-  if (p.cta_overlap) streaming = p.serial ? p.compute + ctas + p.memory : std::max(p.compute + ctas, p.memory), fixed_ctas = 0;
+  if (p.cta_overlap) streaming = streaming_time(p.compute, ctas, p.memory, p.serial), fixed_ctas = 0;
   if (!p.overlap) return p.held + p.launches * (p.own ? k.fixed.value + p.sequences * t_seq : 0) + fixed_ctas + streaming + p.other;
   const double blocks = p.own ? p.launches * p.sequences * t_seq : p.held_blocks;
   return p.held + p.launches * (p.own ? k.fixed.value : 0) + fixed_ctas + std::max(streaming, blocks) + p.other;

@@ -249,6 +249,11 @@ std::optional<LatentPartition> latent_partition(const Tiling& t, double sms, boo
 // unsplit launch: w from its CTAs, the bytes every CTA reads, and no faster than its longest CTA at
 // what one CTA streams, B_cta / (min(1, reach/SMs)·bandwidth·η_m). A latent attention op pays t_seq
 // for the sequences the busiest SM starts (latent_partition), not for the batch's.
+// The compute and memory terms combined: their max with the CTAs' SM time on the compute side, or
+// all three added where the memory pass runs apart (serial).
+inline double streaming_time(double compute, double ctas, double memory, bool serial) {
+  return serial ? compute + ctas + memory : compute + ctas > memory ? compute + ctas : memory;
+}
 struct CalibratedTime {
   Seconds fixed{0};    // launches·(t_fixed + sequences·t_seq + cta_waves·t_cta); sequences_overlap: without the t_seq term; cta_overlap: without the t_cta term
   Seconds blocks{0};   // sequences_overlap: launches·sequences·t_seq, a term of the max (else 0)
@@ -263,7 +268,7 @@ struct CalibratedTime {
   // (or blocks, or pieces) each pays t_seq for, and the CTAs the busiest SM runs in each, ⌈CTAs / SMs⌉.
   double launches = 1, sequences = 0, cta_waves = 0;
   bool mmha = false;  // the launch runs TensorRT-LLM's MMHA decode kernel (launch_shape)
-  Seconds streaming() const { return serial ? compute + ctas + memory : compute + ctas > memory ? compute + ctas : memory; }
+  Seconds streaming() const { return Seconds{streaming_time(compute.value, ctas.value, memory.value, serial)}; }
   Seconds time() const { return fixed + (blocks > streaming() ? blocks : streaming()); }
 };
 // Whether an op streams its bytes from the L2 at the family's l2_speedup: the family has one, the GPU's
