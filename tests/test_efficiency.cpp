@@ -268,6 +268,70 @@ TEST_CASE("MMHA's own cost per block, and a block cost that overlaps the streami
   CHECK(ot.blocks.value > 0);
 }
 
+TEST_CASE("MMHA computes on CUDA cores at its own fraction of the FP32 peak", "[efficiency][example]") {
+  // H100's TP1 row of 64 query heads over one KV head (no XQA kernel above a group of 32), 64
+  // sequences of 4,096 keys, head size 128 in bf16: F = 64 x 4,096 x 64 x 4 x 128 = 8,589,934,592 FLOP,
+  // B = 64 x 4,096 x 2 x 128 x 2 = 134,217,728 bytes. MMHA: one block per query head and sequence,
+  // 4,096 CTAs (more than the SMs: no key tiles), w = 4,096 / (32 x 132) = 0.969697.
+  Op op;
+  op.id = OpId::attention;
+  op.flops = Flops{8589934592.0};
+  op.bytes_read = BytesF{134217728.0};
+  op.tiling.decode_kernel = true;
+  op.tiling.xqa_group = false;
+  op.tiling.ctas = 64;
+  op.tiling.sequences = 64;
+  op.tiling.split_k = 16;
+  op.tiling.xqa_gain_blocks = 64 * 32;
+  op.tiling.mmha_ctas = 4096;
+  op.tiling.mmha_key_tiles = 32;
+  REQUIRE(launch_shape(op.tiling, 132).mmha);
+  REQUIRE(launch_shape(op.tiling, 132).ctas == 4096);
+  KernelEfficiency k;
+  k.eta_compute = 1;
+  k.eta_memory = 0.8;
+  k.eta_compute_mmha = 0.1;
+  const FlopsPerSecond tensor{989.4e12}, fp32{67e12};
+  const BytesPerSecond bw{3.35e12};
+  // On CUDA cores: 8,589,934,592 / (67 TFLOP/s x 0.1 x 0.969697) = 1.32214 ms, against the bytes'
+  // 134,217,728 / (3.35 TB/s x 0.8 x 0.969697) = 51.65 µs (w_m = w at a reach of 1); the row measured
+  // 1,261 µs (1,265 over an fp8 cache).
+  const CalibratedTime c = calibrated_time(op, k, tensor, bw, 132, false, Bytes{0}, fp32);
+  CHECK(c.compute.value == Approx(8589934592.0 / (67e12 * 0.1 * (4096.0 / 4224.0))));
+  CHECK(c.compute.value == Approx(1.32214e-3).epsilon(1e-5));
+  CHECK(c.memory.value == Approx(134217728.0 / (3.35e12 * 0.8 * (4096.0 / 4224.0))));
+  CHECK(c.time().value == Approx(c.compute.value));
+  // Without the FP32 peak, or without the family's η: the tensor peak at η_c, 8.95 µs, memory-bound.
+  CHECK(calibrated_time(op, k, tensor, bw, 132, false, Bytes{0}).compute.value == Approx(8589934592.0 / (989.4e12 * (4096.0 / 4224.0))));
+  KernelEfficiency plain = k;
+  plain.eta_compute_mmha.reset();
+  CHECK(calibrated_time(op, plain, tensor, bw, 132, false, Bytes{0}, fp32).compute.value == Approx(8589934592.0 / (989.4e12 * (4096.0 / 4224.0))));
+  CHECK_FALSE(computes_on_cuda_cores(plain, true, fp32));
+  CHECK_FALSE(computes_on_cuda_cores(k, true, FlopsPerSecond{0}));
+  // An XQA launch keeps its tensor cores: a group of 32 over 2 KV heads, same FLOPs.
+  Op xqa = op;
+  xqa.tiling.xqa_group = true;
+  REQUIRE_FALSE(launch_shape(xqa.tiling, 132).mmha);
+  CHECK_FALSE(computes_on_cuda_cores(k, false, fp32));
+  CHECK(calibrated_time(xqa, k, tensor, bw, 132, false, Bytes{0}, fp32).compute.value < 1e-4);
+  // The planner takes the GPU's FP32 peak from its hardware file (H100 SXM: 67 TFLOP/s) and prices
+  // the op the same way; its explanation says where the FLOPs ran.
+  EfficiencyProfile prof;
+  prof.name = "test";
+  prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = k;
+  const Roofline rf = roofline_for(load_gpu("h100"), DType::bf16, prof);
+  CHECK(rf.peak_cuda_core.value == Approx(67e12));
+  CHECK(speed_of_light(rf).peak_cuda_core.value == Approx(67e12));
+  const OpTime ot = op_time(op, rf);
+  REQUIRE(ot.calibrated);
+  CHECK(ot.compute.value == Approx(8589934592.0 / (67e12 * 0.1 * (4096.0 / 4224.0))));
+  CHECK(ot.compute_bound);
+  const ExplainStep e = explain_op_time("attention", op, rf, ot);
+  CHECK(e.number() == Approx(ot.time.value));
+  CHECK(e.formula.find("F / (peak_fp32 · η_mmha · w)") != std::string::npos);
+  CHECK(e.formula.find("its FLOPs on CUDA cores at the FP32 peak") != std::string::npos);
+}
+
 TEST_CASE("GQA decode's kernel by head group, on every bundled GQA/MHA model", "[efficiency][property]") {
   for (const ModelSpec& m : test::all_models()) {
     if (m.is_mla()) continue;
@@ -927,6 +991,13 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j["kernels"]["absorbed_decode"]["per_sequence_mmha_s"] = nullptr;
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.per_sequence_mmha_s' = null: expected a number in [0, 1]");
   j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["eta_compute_mmha"] = 0;
+  CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.eta_compute_mmha' = 0", 0) == 0);
+  j["kernels"]["absorbed_decode"]["eta_compute_mmha"] = 1.01;
+  CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.eta_compute_mmha' = 1.01", 0) == 0);
+  j["kernels"]["absorbed_decode"]["eta_compute_mmha"] = "0.1";
+  CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.eta_compute_mmha' = \"0.1\"", 0) == 0);
+  j = minimal_profile();
   j["kernels"]["absorbed_decode"]["l2_speedup"] = 0.9;
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.l2_speedup' = 0.9: expected a number in [1, 16]");
   j["kernels"]["absorbed_decode"]["l2_speedup"] = 17;
@@ -963,6 +1034,7 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j["kernels"]["absorbed_decode"]["per_sequence_overlapped"] = true;
   j["kernels"]["absorbed_decode"]["per_cta_overlapped"] = true;
   j["kernels"]["absorbed_decode"]["per_sequence_mmha_s"] = 1.25e-8;
+  j["kernels"]["absorbed_decode"]["eta_compute_mmha"] = 0.075;
   const EfficiencyProfile p = parse_efficiency_profile(j, "p.json");
   const EfficiencyProfile q = parse_efficiency_profile(json::parse(efficiency_profile_json(p).dump()), "p.json");
   CHECK(q.describe() == p.describe());
@@ -983,6 +1055,7 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   const bool q_cta = qk.cta_overlap;
   CHECK(q_cta);
   CHECK(qk.per_sequence_mmha.value_or(Seconds{0}).value == 1.25e-8);
+  CHECK(qk.eta_compute_mmha.value_or(0) == 0.075);
   const EfficiencyProfile d = parse_efficiency_profile(minimal_profile(), "p.json");
   const KernelEfficiency& dk = *d.kernel(KernelFamily::absorbed_decode);
   const bool d_split = dk.split_kv, d_fp8 = dk.eta_compute_fp8.has_value(), d_tensor = dk.eta_compute_fp8_tensor.has_value();
@@ -996,6 +1069,7 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   const bool d_cta = dk.cta_overlap;
   CHECK(!d_cta);                 // absent: the cost per CTA is added
   CHECK(!d_mmha);                // absent: MMHA's blocks cost per_sequence_s
+  CHECK_FALSE(dk.eta_compute_mmha.has_value());  // absent: MMHA computes at the tensor peak like XQA
   CHECK(!d_fp8);
   CHECK(!d_tensor);
   const bool d_cache = dk.fixed_fp8_cache.has_value() || dk.per_sequence_fp8_cache.has_value();

@@ -111,13 +111,16 @@ Table2 read_csv(const fs::path& p) {
   return t;
 }
 
+// The non-tensor FP32 peak of a row's GPU, at which an MMHA launch computes (0: its file gives none).
+FlopsPerSecond cuda_core_peak(const Row& r) { return r.gpu->peak_flops(DType::fp32).value_or(FlopsPerSecond{0}); }
+
 // The row's time under a family's parameters: the core's calibrated time (what `cost` predicts, but
 // for the L2 term: a table's repeated passes over one L2-sized tensor stream from the L2, a step's
 // ops from DRAM).
 // `passes_s`: the time of the row's other kernels (default: the one set_pass_times gave it).
 double row_time(const Row& r, const KernelEfficiency& k, std::optional<double> passes_s = std::nullopt) {
   const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
-  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache).time().value +
+  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache, cuda_core_peak(r)).time().value +
          (r.other_s + passes_s.value_or(r.passes_s));
 }
 double model_time(const Row& r, const GpuKernelFit& f) { return row_time(r, f.eff); }
@@ -151,7 +154,7 @@ KernelEfficiency without_linear_costs(KernelEfficiency k) {
 RowParts row_parts(const Row& r, const KernelEfficiency& with_costs) {
   const KernelEfficiency k = without_linear_costs(with_costs);
   const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
-  const CalibratedTime t = calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache);
+  const CalibratedTime t = calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache, cuda_core_peak(r));
   const bool own = !launch_costs(k, r.op.fp8_cache).fp8_cache;
   return RowParts{.launches = t.launches, .sequences = t.sequences, .cta_waves = t.cta_waves, .held = t.fixed.value, .held_blocks = t.blocks.value,
                   .own = own, .mmha = own && t.mmha, .overlap = k.sequences_overlap, .cta_overlap = k.cta_overlap, .serial = k.serial_memory,
@@ -271,7 +274,10 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
       if (!(own_cache && r->op.fp8_cache))
         (launch_shape(r->op.tiling, static_cast<double>(std::max<std::int64_t>(1, r->gpu->sm_count))).mmha ? mmha_rows : xqa_rows) = true;
   const bool own_mmha = mmha_rows && xqa_rows;
-  const bool both = own_fp8 || own_tensor || own_cache || own_mmha;
+  // MMHA computes on CUDA cores: where rows run it, its FLOPs' fraction of the FP32 peak is fitted
+  // apart too (eta_compute_mmha), the others held.
+  const bool mmha_compute = mmha_rows;
+  const bool both = own_fp8 || own_tensor || own_cache || own_mmha || mmha_compute;
   const std::vector<double> l2s = in_l2 && beyond_l2 ? geometric_axis(1, 4, 8) : std::vector<double>{1};
   // Latent decode kernels either split a sequence's keys over CTAs or not; the attention families'
   // ops run their memory pass with their compute kernel or apart from it (TensorRT-LLM's
@@ -295,7 +301,7 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
     for (const bool serial : serials)
       for (const bool overlap : overlaps)
       for (const bool cta_overlap : cta_overlaps) {
-      std::optional<double> eta_fp8, eta_tensor;
+      std::optional<double> eta_fp8, eta_tensor, eta_mmha;
       std::optional<Seconds> fixed_cache, seq_cache, seq_mmha;
       GpuKernelFit f;
       Seconds cta{0};
@@ -306,7 +312,7 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
           return GpuKernelFit{.kernel = kernel,
                               .eff = KernelEfficiency{.fixed = Seconds{p[4]}, .per_sequence = Seconds{p[5]}, .eta_compute = p[0], .eta_compute_fp8 = eta_fp8,
                                                       .eta_compute_fp8_tensor = eta_tensor, .fixed_fp8_cache = fixed_cache,
-                                                      .per_sequence_fp8_cache = seq_cache, .per_sequence_mmha = seq_mmha, .per_cta = cta, .serial_memory = serial, .sequences_overlap = overlap, .cta_overlap = cta_overlap, .eta_memory = p[1],
+                                                      .per_sequence_fp8_cache = seq_cache, .per_sequence_mmha = seq_mmha, .eta_compute_mmha = eta_mmha, .per_cta = cta, .serial_memory = serial, .sequences_overlap = overlap, .cta_overlap = cta_overlap, .eta_memory = p[1],
                                                       .memory_reach = p[2], .l2_speedup = p[3], .split_kv = split,
                                                       .rows = static_cast<std::int64_t>(train.size())}};
         };
@@ -338,8 +344,8 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
         if (!both) break;
         // One fp8 efficiency alone, the others held (in the first round the per-tensor rows still take
         // the block-scaled one, so both move them until the per-tensor one is fitted).
-        auto fit_alone = [&](std::optional<double> KernelEfficiency::*eta) {
-          const std::vector<double> e = grid_fit({geometric_axis(0.05, 1, 60)}, [&](const std::vector<double>& p) {
+        auto fit_alone = [&](std::optional<double> KernelEfficiency::*eta, double lowest = 0.05) {
+          const std::vector<double> e = grid_fit({geometric_axis(lowest, 1, 60)}, [&](const std::vector<double>& p) {
             GpuKernelFit g = f;
             g.eff.*eta = p[0];
             return loss_of(g);
@@ -367,6 +373,8 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
           }, 2);
           seq_mmha = f.eff.per_sequence_mmha = Seconds{c[0]};
         }
+        // CUDA cores run far below the tensor peak's fraction (H100's MMHA: about 10% of FP32's).
+        if (mmha_compute) eta_mmha = fit_alone(&KernelEfficiency::eta_compute_mmha, 0.005);
       }
       const double l = loss_of(f);
       if (l < best_loss) best_loss = l, best = f;
@@ -804,8 +812,8 @@ Table fit_table(const std::string& title, const std::vector<std::pair<std::strin
             {"t_seq_s", "per sequence or block", Unit::seconds}, {"t_fixed_fp8_cache_s", "fixed, fp8 cache", Unit::seconds},
             {"t_seq_fp8_cache_s", "per sequence or block, fp8 cache", Unit::seconds}, {"t_seq_mmha_s", "per block, MMHA", Unit::seconds},
             {"eta_compute", "η compute", Unit::fraction}, {"eta_compute_fp8", "η compute fp8", Unit::fraction},
-            {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
-            {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"l2_speedup", "L2 speed-up", Unit::decimal},
+            {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction}, {"eta_compute_mmha", "η compute MMHA (of FP32)", Unit::fraction},
+            {"eta_memory", "η memory", Unit::fraction}, {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"l2_speedup", "L2 speed-up", Unit::decimal},
             {"t_cta_s", "per CTA the busiest SM runs", Unit::seconds}, {"cta_cost", "CTA cost", Unit::text}, {"memory_pass", "memory pass", Unit::text},
             {"sequence_cost", "block cost", Unit::text}, {"split_kv", "split-KV", Unit::text}, {"train_rows", "rows", Unit::count}},
            .rows = {}};
@@ -814,8 +822,9 @@ Table fit_table(const std::string& title, const std::vector<std::pair<std::strin
                        f.eff.fixed_fp8_cache ? Value{f.eff.fixed_fp8_cache->value} : Value{},
                        f.eff.per_sequence_fp8_cache ? Value{f.eff.per_sequence_fp8_cache->value} : Value{},
                        f.eff.per_sequence_mmha ? Value{f.eff.per_sequence_mmha->value} : Value{}, f.eff.eta_compute, f.eff.eta_compute_fp8 ? Value{*f.eff.eta_compute_fp8} : Value{},
-                       f.eff.eta_compute_fp8_tensor ? Value{*f.eff.eta_compute_fp8_tensor} : Value{}, f.eff.eta_memory, f.eff.memory_reach,
-                       f.eff.l2_speedup, f.eff.per_cta.value, std::string(f.eff.cta_overlap ? "with compute" : "added"), std::string(f.eff.serial_memory ? "apart" : "overlapped"),
+                       f.eff.eta_compute_fp8_tensor ? Value{*f.eff.eta_compute_fp8_tensor} : Value{},
+                       f.eff.eta_compute_mmha ? Value{*f.eff.eta_compute_mmha} : Value{}, f.eff.eta_memory, f.eff.memory_reach, f.eff.l2_speedup,
+                       f.eff.per_cta.value, std::string(f.eff.per_cta.value > 0 ? (f.eff.cta_overlap ? "with compute" : "added") : "-"), std::string(f.eff.serial_memory ? "apart" : "overlapped"),
                        std::string(f.eff.sequences_overlap ? "in the max" : "added"), std::string(f.kernel != kDecode ? "-" : f.eff.split_kv ? "yes" : "no"), f.eff.rows});
   return ft;
 }
@@ -831,6 +840,7 @@ nlohmann::ordered_json fit_json(const GpuKernelFit& f) {
   j["eta_compute"] = f.eff.eta_compute;
   if (f.eff.eta_compute_fp8) j["eta_compute_fp8"] = *f.eff.eta_compute_fp8;
   if (f.eff.eta_compute_fp8_tensor) j["eta_compute_fp8_tensor"] = *f.eff.eta_compute_fp8_tensor;
+  if (f.eff.eta_compute_mmha) j["eta_compute_mmha"] = *f.eff.eta_compute_mmha;
   j["eta_memory"] = f.eff.eta_memory;
   j["memory_reach"] = f.eff.memory_reach;
   if (f.eff.l2_speedup != 1) j["l2_speedup"] = f.eff.l2_speedup;

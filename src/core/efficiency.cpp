@@ -223,8 +223,12 @@ bool fits_l2(const Op& op, const KernelEfficiency& k, Bytes l2) {
   return k.l2_speedup != 1 && l2.value > 0 && !runs_unsplit(k, op.tiling) && op.bytes().value <= static_cast<double>(l2.value);
 }
 
+bool computes_on_cuda_cores(const KernelEfficiency& k, bool mmha, FlopsPerSecond cuda_core_peak) {
+  return mmha && k.eta_compute_mmha && cuda_core_peak.value > 0;
+}
+
 CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, bool fp8,
-                               Bytes l2) {
+                               Bytes l2, FlopsPerSecond cuda_core_peak) {
   CalibratedTime t;
   const Tiling& tl = op.tiling;
   const LaunchShape launch = launch_shape(tl, sms);
@@ -237,6 +241,8 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   t.memory_waves = memory_wave_efficiency(ctas, sms, k.memory_reach);
   double compute = flops / (peak.value * eta_c * t.waves);
   if (tl.longest_cta_flops > 0 && sms > 0) compute = std::max(compute, tl.longest_cta_flops / (peak.value / sms * eta_c));
+  // MMHA: every query head's FLOPs on CUDA cores (no tensor-core tiles, so no padding).
+  if (computes_on_cuda_cores(k, launch.mmha, cuda_core_peak)) compute = op.flops.value / (cuda_core_peak.value * *k.eta_compute_mmha * t.waves);
   t.compute = Seconds{compute};
   if (unsplit) {
     // Every head tile's CTA reads its sequence's cache.

@@ -435,7 +435,8 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const LaunchShape launch = launch_shape(tl, rf.sms);
     const std::optional<LatentPartition> part = latent_partition(tl, rf.sms, k.split_kv);
     // The counts the fixed term was paid for, as calibrated_time counted them.
-    const CalibratedTime counted = calibrated_time(op, k, peak, rf.bandwidth, rf.sms, takes_fp8_efficiency(op, rf), Bytes{0});
+    const CalibratedTime counted = calibrated_time(op, k, peak, rf.bandwidth, rf.sms, takes_fp8_efficiency(op, rf), Bytes{0}, rf.peak_cuda_core);
+    const bool cuda_cores = computes_on_cuda_cores(k, launch.mmha, rf.peak_cuda_core);
     const double sequences = counted.sequences;
     std::string partition;  // how the sequences a latent split launch pays t_seq for were counted
     if (part) {
@@ -456,7 +457,11 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     std::vector<std::string> cv{cat(num(flops), " / (", si(peak.value, "FLOP/s"), " · ", plain(eta_c), " · ", plain(w), ")")};
     std::vector<std::string> mf{cat("B", unsplit ? " (every head tile's cache read, no split-KV)" : "", " / (bandwidth · η_m · w_m)")};
     std::vector<std::string> mv{cat(num(bytes), " / (", si(rf.bandwidth.value, "B/s"), " · ", plain(k.eta_memory), " · ", plain(wm), ")")};
-    if (tl.longest_cta_flops > 0 && rf.sms > 0) {
+    if (cuda_cores) {
+      // MMHA on CUDA cores: the FLOPs at the FP32 peak, unpadded, no longest-CTA bound.
+      cf = {"F / (peak_fp32 · η_mmha · w)"};
+      cv = {cat(num(op.flops.value), " / (", si(rf.peak_cuda_core.value, "FLOP/s"), " · ", plain(*k.eta_compute_mmha), " · ", plain(w), ")")};
+    } else if (tl.longest_cta_flops > 0 && rf.sms > 0) {
       cf.push_back(cat("F_cta / (", at_fp8 ? "peak_fp8" : "peak", " / SMs · η_c)"));
       cv.push_back(cat(num(tl.longest_cta_flops), " / (", si(peak.value, "FLOP/s"), " / ", num(rf.sms), " · ", plain(eta_c), ")"));
     }
@@ -498,7 +503,8 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                          ", w = CTAs / (⌈CTAs / SMs⌉ · SMs), w_m = CTAs / (⌊CTAs / SMs⌋ · SMs + max(r, SMs / reach)) (1 for whole waves); ", to_string(fam),
                          " family", tensor_eta ? ", per-tensor fp8 η_c" : fp8_eta ? ", fp8 η_c" : "", costs.fp8_cache ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
                          launch.mmha         ? cat(", MMHA (no XQA kernel for this head group, or too few blocks): t_seq", costs.mmha ? " (MMHA's own)" : "",
-                                                   " per block, one per query head and sequence", overlap ? " and each split of its keys" : "")
+                                                   " per block, one per query head and sequence", overlap ? " and each split of its keys" : "",
+                                                   cuda_cores ? ", its FLOPs on CUDA cores at the FP32 peak" : "")
                          : tl.decode_kernel ? (overlap ? ", XQA: t_seq per block of its launch, one per KV head and sequence and each split of its keys"
                                                        : ", XQA: t_seq per block, one per KV head and sequence")
                                             : partition),

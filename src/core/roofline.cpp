@@ -14,6 +14,7 @@ Roofline roofline_for(const HardwareSpec& hw, DType compute, const Efficiency& e
   rf.eta_source = eta.source;
   rf.peak_fp8 = hw.peak_flops(DType::fp8).value_or(FlopsPerSecond{0});
   rf.fp8_compute = compute == DType::fp8 && rf.peak_fp8.value > 0;
+  rf.peak_cuda_core = hw.peak_flops(DType::fp32).value_or(FlopsPerSecond{0});
   return rf;
 }
 
@@ -42,6 +43,7 @@ Roofline speed_of_light(const Roofline& rf) {
   s.peak = rf.peak;
   s.bandwidth = rf.bandwidth;
   s.peak_fp8 = rf.peak_fp8;
+  s.peak_cuda_core = rf.peak_cuda_core;
   s.fp8_compute = rf.fp8_compute;
   return s;
 }
@@ -76,7 +78,7 @@ OpTime op_time(const Op& op, const Roofline& rf) {
   t.intensity = op.bytes().value > 0 ? op.flops / op.bytes() : 0;
   if (const auto fam = rf.fit_family(family_of(op))) {
     const CalibratedTime c =
-        calibrated_time(op, *rf.kernels[static_cast<std::size_t>(*fam)], op_peak(op, rf), rf.bandwidth, rf.sms, takes_fp8_efficiency(op, rf), Bytes{0});
+        calibrated_time(op, *rf.kernels[static_cast<std::size_t>(*fam)], op_peak(op, rf), rf.bandwidth, rf.sms, takes_fp8_efficiency(op, rf), Bytes{0}, rf.peak_cuda_core);
     t.compute = c.compute, t.memory = c.memory, t.fixed = c.fixed, t.blocks = c.blocks, t.ctas = c.ctas, t.time = c.time(), t.serial = c.serial;
     t.compute_bound = t.compute + t.ctas >= t.memory;
     t.calibrated = true;

@@ -94,7 +94,7 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
     const std::string prefix = "kernels." + name;
     only_keys(k, where, prefix,
               {"fixed_s", "per_sequence_s", "fixed_fp8_cache_s", "per_sequence_fp8_cache_s", "per_sequence_mmha_s", "eta_compute", "eta_compute_fp8", "eta_compute_fp8_tensor",
-               "eta_memory", "memory_reach", "l2_speedup", "per_cta_s", "serial_memory", "per_sequence_overlapped", "per_cta_overlapped", "split_kv", "rows"});
+               "eta_compute_mmha", "eta_memory", "memory_reach", "l2_speedup", "per_cta_s", "serial_memory", "per_sequence_overlapped", "per_cta_overlapped", "split_kv", "rows"});
     for (const char* key : {"fixed_s", "per_sequence_s", "eta_compute", "eta_memory", "rows"})
       if (!k.contains(key)) fail_key(where, prefix + "." + key, "(absent)", "required for every kernel family");
     KernelEfficiency e;
@@ -117,6 +117,7 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
     if (k.contains("eta_compute_fp8")) e.eta_compute_fp8 = number(k["eta_compute_fp8"], where, prefix + ".eta_compute_fp8", 0, 1, true);
     if (k.contains("eta_compute_fp8_tensor"))
       e.eta_compute_fp8_tensor = number(k["eta_compute_fp8_tensor"], where, prefix + ".eta_compute_fp8_tensor", 0, 1, true);
+    if (k.contains("eta_compute_mmha")) e.eta_compute_mmha = number(k["eta_compute_mmha"], where, prefix + ".eta_compute_mmha", 0, 1, true);
     e.eta_memory = number(k["eta_memory"], where, prefix + ".eta_memory", 0, 1, true);
     // Optional: profiles written before it streamed one SM's share per CTA.
     if (k.contains("memory_reach")) e.memory_reach = number(k["memory_reach"], where, prefix + ".memory_reach", 1, 1e4, false);
@@ -151,7 +152,7 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
   if (!p.gpu.empty()) j["gpu"] = p.gpu;
   j["written_by"] = p.written_by;
   j["transfer_rule"] =
-      "t = launches·(fixed_s + sequences·per_sequence_s + ceil(CTAs / SMs)·per_cta_s) (GQA decode over an fp8 KV cache on a Hopper GPU, TensorRT-LLM's QGMMA and fp8-cache MMHA kernels: fixed_fp8_cache_s and per_sequence_fp8_cache_s where given; the prefill families' pair, TensorRT-LLM's fp8 context kernels, times only the measurement rows that ran them; TensorRT-LLM's MMHA decode kernel over a bf16 cache: per_sequence_mmha_s where given) + max(F / (peak·eta_compute·w) (fp8 kernels: the fp8 peak·eta_compute_fp8 where given, per-tensor-scaled fp8 GEMMs eta_compute_fp8_tensor where given), B / (bandwidth·eta_memory·w_m) (·l2_speedup where B fits the GPU's L2 in a table timed over one tensor again and again; a step's ops stream from DRAM), F_cta / (peak/SMs·eta_compute)) (serial_memory true: the F and B terms add, the op's memory pass apart from its compute kernel; per_sequence_overlapped true: launches·sequences·per_sequence_s is a term of that max, not of the fixed cost; per_cta_overlapped true: launches·ceil(CTAs / SMs)·per_cta_s is added to the F term inside the max, not to the fixed cost), "
+      "t = launches·(fixed_s + sequences·per_sequence_s + ceil(CTAs / SMs)·per_cta_s) (GQA decode over an fp8 KV cache on a Hopper GPU, TensorRT-LLM's QGMMA and fp8-cache MMHA kernels: fixed_fp8_cache_s and per_sequence_fp8_cache_s where given; the prefill families' pair, TensorRT-LLM's fp8 context kernels, times only the measurement rows that ran them; TensorRT-LLM's MMHA decode kernel over a bf16 cache: per_sequence_mmha_s where given) + max(F / (peak·eta_compute·w) (fp8 kernels: the fp8 peak·eta_compute_fp8 where given, per-tensor-scaled fp8 GEMMs eta_compute_fp8_tensor where given; TensorRT-LLM's MMHA decode kernel, on CUDA cores: F / (the GPU's non-tensor FP32 peak·eta_compute_mmha·w) where given, without the F_cta term), B / (bandwidth·eta_memory·w_m) (·l2_speedup where B fits the GPU's L2 in a table timed over one tensor again and again; a step's ops stream from DRAM), F_cta / (peak/SMs·eta_compute)) (serial_memory true: the F and B terms add, the op's memory pass apart from its compute kernel; per_sequence_overlapped true: launches·sequences·per_sequence_s is a term of that max, not of the fixed cost; per_cta_overlapped true: launches·ceil(CTAs / SMs)·per_cta_s is added to the F term inside the max, not to the fixed cost), "
       "w = CTAs / (ceil(CTAs / SMs)·SMs), w_m = CTAs / (floor(CTAs / SMs)·SMs + max(r, SMs / memory_reach)) with r the last wave's CTAs (1 for whole waves); "
       "latent attention: sequences = those the busiest SM starts, with split_kv true FlashMLA's partition (the SMs cut into floor(SMs / 64-row query tiles) parts, a sequence's 64-key blocks plus 5 dealt over them; B adds each piece of a split sequence's fp32 partial output, written and read back by the combine kernel), "
       "with split_kv false ceil(CTAs / SMs), one CTA per sequence and 64-head tile walking all its keys, "
@@ -180,6 +181,7 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
       e["eta_compute"] = k->eta_compute;
       if (k->eta_compute_fp8) e["eta_compute_fp8"] = *k->eta_compute_fp8;
       if (k->eta_compute_fp8_tensor) e["eta_compute_fp8_tensor"] = *k->eta_compute_fp8_tensor;
+      if (k->eta_compute_mmha) e["eta_compute_mmha"] = *k->eta_compute_mmha;
       e["eta_memory"] = k->eta_memory;
       e["memory_reach"] = k->memory_reach;
       if (k->l2_speedup != 1) e["l2_speedup"] = k->l2_speedup;

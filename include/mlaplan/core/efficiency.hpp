@@ -84,6 +84,14 @@ struct KernelEfficiency {
   // sequences of 2 keys take 167 µs through MMHA at 8 heads (16,384 blocks, 10 ns each) and 578 µs
   // through XQA at 8 KV heads of 16 (16,384 blocks, 35 ns each). Absent: per_sequence.
   std::optional<Seconds> per_sequence_mmha{};
+  // Of the GPU's non-tensor FP32 peak (HardwareSpec's fp32 entry), the rate at which TensorRT-LLM's
+  // MMHA decode kernel does its FLOPs, where it was fitted apart: MMHA computes each query head's dot
+  // products and weighted sum on CUDA cores, one block per query head and sequence, so a large head
+  // group over one KV head is bound by them, not by the tensor cores or the cache it reads. H100's
+  // TP1 rows of 64 query heads over one KV head (no XQA kernel above a group of 32) take 1,261 µs for
+  // 64 sequences of 4,096 keys in bf16 and 1,265 µs over an fp8 cache: the same time for half the
+  // bytes, 6.8 TFLOP/s, 10% of its 67 TFLOP/s FP32 peak. Absent: the tensor peak at eta_compute.
+  std::optional<double> eta_compute_mmha{};
   // Per CTA the busiest SM runs, ⌈CTAs / SMs⌉ per launch: what a thread block costs beyond its share
   // of the FLOPs and bytes (loading its query tile, the softmax's final rescale, storing its output).
   // Fitted for the flash-attention prefill families, whose tables show it: the fraction of the peak a
@@ -276,8 +284,12 @@ struct CalibratedTime {
 // its sequence's cache, which the bytes term already counts).
 bool fits_l2(const Op& op, const KernelEfficiency& k, Bytes l2);
 // `fp8`: the op runs at the fp8 peak (eta_compute_fp8 where the family has it). `l2`: the GPU's L2
-// (0: unknown, no L2 term).
+// (0: unknown, no L2 term). `cuda_core_peak`: the GPU's non-tensor FP32 peak, at which an MMHA launch
+// computes where the family has eta_compute_mmha (0: unknown, the tensor peak as for every launch).
 CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, bool fp8,
-                               Bytes l2);
+                               Bytes l2, FlopsPerSecond cuda_core_peak = FlopsPerSecond{0});
+// Whether a launch computes on CUDA cores at the family's eta_compute_mmha (an MMHA launch of a family
+// that has one, on a GPU whose FP32 peak is known).
+bool computes_on_cuda_cores(const KernelEfficiency& k, bool mmha, FlopsPerSecond cuda_core_peak);
 
 }  // namespace mlaplan

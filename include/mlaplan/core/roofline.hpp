@@ -19,6 +19,9 @@ struct Roofline {
   // indexer); 0: the GPU has none, and they run at `peak`.
   FlopsPerSecond peak_fp8{0};
   bool fp8_compute = false;  // `peak` is the fp8 peak (the compute dtype is fp8)
+  // The non-tensor FP32 peak, at which a calibrated family's MMHA launches compute where the family
+  // has eta_compute_mmha (efficiency.hpp); 0: unknown.
+  FlopsPerSecond peak_cuda_core{0};
   // Calibrated families (efficiency.hpp): an op of a family the profile has takes its calibrated
   // time on `sms` SMs; the others take the uniform efficiencies above and `launch`.
   std::array<std::optional<KernelEfficiency>, kKernelFamilyCount> kernels{};
