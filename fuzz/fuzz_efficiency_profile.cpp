@@ -26,6 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::size_t f = 0; f < p.kernels.size(); ++f)
       if (p.kernels[f] && (!again.kernels[f] || again.kernels[f]->memory_reach != p.kernels[f]->memory_reach || p.kernels[f]->memory_reach < 1 ||
                            again.kernels[f]->eta_compute_fp8_tensor != p.kernels[f]->eta_compute_fp8_tensor ||
+                           again.kernels[f]->eta_compute_mmha != p.kernels[f]->eta_compute_mmha ||
                            again.kernels[f]->fixed_fp8_cache.has_value() != p.kernels[f]->fixed_fp8_cache.has_value() ||
                            again.kernels[f]->fixed_fp8_cache.has_value() != again.kernels[f]->per_sequence_fp8_cache.has_value()))
         __builtin_trap();

@@ -930,7 +930,7 @@ TEST_CASE("Against: decode rows of a large head group give back MMHA's fraction 
   // GQA decode rows on an H100 over a bf16 cache timed by the model itself, MMHA computing at 10% of
   // the 67 TFLOP/s FP32 peak: 64 query heads over one KV head (no XQA kernel) are bound by it at long
   // keys, 8 over 8 (MMHA too, one head per KV head) by their bytes, 32 over 8 run XQA on tensor cores.
-  // Fitted at the tensor peak, the 64-head rows would run up to 15x too fast.
+  // Fitted at the tensor peak, the 64-head rows would run up to 10x too fast.
   const HardwareSpec h100 = load_gpu("h100");
   const FlopsPerSecond fp32 = *h100.peak_flops(DType::fp32);
   KernelEfficiency given;

@@ -274,9 +274,12 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
       if (!(own_cache && r->op.fp8_cache))
         (launch_shape(r->op.tiling, static_cast<double>(std::max<std::int64_t>(1, r->gpu->sm_count))).mmha ? mmha_rows : xqa_rows) = true;
   const bool own_mmha = mmha_rows && xqa_rows;
-  // MMHA computes on CUDA cores: where rows run it, its FLOPs' fraction of the FP32 peak is fitted
-  // apart too (eta_compute_mmha), the others held.
-  const bool mmha_compute = mmha_rows;
+  // MMHA computes on CUDA cores: where any row runs it (a fixed batch, an fp8 cache too), its FLOPs'
+  // fraction of the FP32 peak is fitted apart (eta_compute_mmha), the others held.
+  bool mmha_compute = false;
+  if (kernel == kAttentionDecode)
+    for (const auto& [r, w] : train)
+      mmha_compute = mmha_compute || launch_shape(r->op.tiling, static_cast<double>(std::max<std::int64_t>(1, r->gpu->sm_count))).mmha;
   const bool both = own_fp8 || own_tensor || own_cache || own_mmha || mmha_compute;
   const std::vector<double> l2s = in_l2 && beyond_l2 ? geometric_axis(1, 4, 8) : std::vector<double>{1};
   // Latent decode kernels either split a sequence's keys over CTAs or not; the attention families'
@@ -373,7 +376,8 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
           }, 2);
           seq_mmha = f.eff.per_sequence_mmha = Seconds{c[0]};
         }
-        // CUDA cores run far below the tensor peak's fraction (H100's MMHA: about 10% of FP32's).
+        // CUDA cores run far below the tensor peak's fraction (H100's MMHA: 7% of the FP32 peak fitted,
+        // 10% on its 64-heads-per-KV-head rows alone).
         if (mmha_compute) eta_mmha = fit_alone(&KernelEfficiency::eta_compute_mmha, 0.005);
       }
       const double l = loss_of(f);

@@ -501,7 +501,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                          k.serial_memory ? " (the memory pass apart from the compute kernel)" : "",
                          overlap ? " (the blocks' cost overlapping the streaming)" : "",
                          ", w = CTAs / (⌈CTAs / SMs⌉ · SMs), w_m = CTAs / (⌊CTAs / SMs⌋ · SMs + max(r, SMs / reach)) (1 for whole waves); ", to_string(fam),
-                         " family", tensor_eta ? ", per-tensor fp8 η_c" : fp8_eta ? ", fp8 η_c" : "", costs.fp8_cache ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
+                         " family", cuda_cores ? "" : tensor_eta ? ", per-tensor fp8 η_c" : fp8_eta ? ", fp8 η_c" : "", costs.fp8_cache ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
                          launch.mmha         ? cat(", MMHA (no XQA kernel for this head group, or too few blocks): t_seq", costs.mmha ? " (MMHA's own)" : "",
                                                    " per block, one per query head and sequence", overlap ? " and each split of its keys" : "",
                                                    cuda_cores ? ", its FLOPs on CUDA cores at the FP32 peak" : "")
