@@ -113,14 +113,17 @@ Table2 read_csv(const fs::path& p) {
 
 // The non-tensor FP32 peak of a row's GPU, at which an MMHA launch computes (0: its file gives none).
 FlopsPerSecond cuda_core_peak(const Row& r) { return r.gpu->peak_flops(DType::fp32).value_or(FlopsPerSecond{0}); }
+// The SMs of a row's GPU (at least one).
+double sms_of(const Row& r) { return static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count)); }
+// Whether a GQA decode row's launch runs TensorRT-LLM's MMHA kernel (launch_shape).
+bool runs_mmha(const Row& r) { return launch_shape(r.op.tiling, sms_of(r)).mmha; }
 
 // The row's time under a family's parameters: the core's calibrated time (what `cost` predicts, but
 // for the L2 term: a table's repeated passes over one L2-sized tensor stream from the L2, a step's
 // ops from DRAM).
 // `passes_s`: the time of the row's other kernels (default: the one set_pass_times gave it).
 double row_time(const Row& r, const KernelEfficiency& k, std::optional<double> passes_s = std::nullopt) {
-  const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
-  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache, cuda_core_peak(r)).time().value +
+  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms_of(r), r.fp8, r.gpu->l2_cache, cuda_core_peak(r)).time().value +
          (r.other_s + passes_s.value_or(r.passes_s));
 }
 double model_time(const Row& r, const GpuKernelFit& f) { return row_time(r, f.eff); }
@@ -153,8 +156,7 @@ KernelEfficiency without_linear_costs(KernelEfficiency k) {
 }
 RowParts row_parts(const Row& r, const KernelEfficiency& with_costs) {
   const KernelEfficiency k = without_linear_costs(with_costs);
-  const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
-  const CalibratedTime t = calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms, r.fp8, r.gpu->l2_cache, cuda_core_peak(r));
+  const CalibratedTime t = calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms_of(r), r.fp8, r.gpu->l2_cache, cuda_core_peak(r));
   const bool own = !launch_costs(k, r.op.fp8_cache).fp8_cache;
   return RowParts{.launches = t.launches, .sequences = t.sequences, .cta_waves = t.cta_waves, .held = t.fixed.value, .held_blocks = t.blocks.value,
                   .own = own, .mmha = own && t.mmha, .overlap = k.sequences_overlap, .cta_overlap = k.cta_overlap, .serial = k.serial_memory,
@@ -272,14 +274,12 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   if (kernel == kAttentionDecode && batches)
     for (const auto& [r, w] : train)
       if (!(own_cache && r->op.fp8_cache))
-        (launch_shape(r->op.tiling, static_cast<double>(std::max<std::int64_t>(1, r->gpu->sm_count))).mmha ? mmha_rows : xqa_rows) = true;
+        (runs_mmha(*r) ? mmha_rows : xqa_rows) = true;
   const bool own_mmha = mmha_rows && xqa_rows;
   // MMHA computes on CUDA cores: where any row runs it (a fixed batch, an fp8 cache too), its FLOPs'
   // fraction of the FP32 peak is fitted apart (eta_compute_mmha), the others held.
-  bool mmha_compute = false;
-  if (kernel == kAttentionDecode)
-    for (const auto& [r, w] : train)
-      mmha_compute = mmha_compute || launch_shape(r->op.tiling, static_cast<double>(std::max<std::int64_t>(1, r->gpu->sm_count))).mmha;
+  const bool mmha_compute =
+      kernel == kAttentionDecode && std::any_of(train.begin(), train.end(), [](const auto& row) { return runs_mmha(*row.first); });
   const bool both = own_fp8 || own_tensor || own_cache || own_mmha || mmha_compute;
   const std::vector<double> l2s = in_l2 && beyond_l2 ? geometric_axis(1, 4, 8) : std::vector<double>{1};
   // Latent decode kernels either split a sequence's keys over CTAs or not; the attention families'
@@ -425,7 +425,7 @@ using PassEfficiency = std::optional<KernelEfficiency>;
 // again).
 double passes_time(const Row& r, const PassEfficiency& e) {
   const double bf16 = r.gpu->peak_flops(DType::bf16)->value;
-  const double sms = static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count));
+  const double sms = sms_of(r);
   double t = 0;
   for (const Op& p : r.passes)
     t += e ? calibrated_time(p, *e, FlopsPerSecond{bf16}, r.gpu->memory_bandwidth, sms, false, r.gpu->l2_cache).time().value : sol_of(r, p, bf16);

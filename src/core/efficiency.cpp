@@ -239,10 +239,14 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   const double ctas = unsplit ? tl.unsplit_ctas : launch.ctas;
   t.waves = wave_efficiency(ctas, sms);
   t.memory_waves = memory_wave_efficiency(ctas, sms, k.memory_reach);
-  double compute = flops / (peak.value * eta_c * t.waves);
-  if (tl.longest_cta_flops > 0 && sms > 0) compute = std::max(compute, tl.longest_cta_flops / (peak.value / sms * eta_c));
-  // MMHA: every query head's FLOPs on CUDA cores (no tensor-core tiles, so no padding).
-  if (computes_on_cuda_cores(k, launch.mmha, cuda_core_peak)) compute = op.flops.value / (cuda_core_peak.value * *k.eta_compute_mmha * t.waves);
+  double compute = 0;
+  if (computes_on_cuda_cores(k, launch.mmha, cuda_core_peak)) {
+    // MMHA: every query head's FLOPs on CUDA cores (no tensor-core tiles, so no padding).
+    compute = op.flops.value / (cuda_core_peak.value * *k.eta_compute_mmha * t.waves);
+  } else {
+    compute = flops / (peak.value * eta_c * t.waves);
+    if (tl.longest_cta_flops > 0 && sms > 0) compute = std::max(compute, tl.longest_cta_flops / (peak.value / sms * eta_c));
+  }
   t.compute = Seconds{compute};
   if (unsplit) {
     // Every head tile's CTA reads its sequence's cache.
