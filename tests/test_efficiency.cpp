@@ -332,6 +332,61 @@ TEST_CASE("MMHA computes on CUDA cores at its own fraction of the FP32 peak", "[
   CHECK(e.formula.find("its FLOPs on CUDA cores at the FP32 peak") != std::string::npos);
 }
 
+TEST_CASE("A split XQA launch writes its blocks' partial outputs and reads them back", "[efficiency][example]") {
+  // Llama-3.1-70B at TP 1: 64 query heads over 8 KV heads (a group of 8), head size 128, bf16. One
+  // sequence of 4,096 keys: 8 XQA blocks (4 x 8 x 32 >= 132 SMs), each split 16 ways (32 cut to
+  // round(sqrt(256))), 128 CTAs. Each writes 8 heads' bf16 partial output and fp32 sum and max,
+  // 8 x (128 x 2 + 8) = 2,112 bytes, which the last block reads back: 4,224 per block, 540,672 in all.
+  const ModelSpec l = test::model("llama-3.1-70b");
+  Workload w;
+  w.par.tp = 1;
+  w.groups = {SequenceGroup{1, 1, 4095}};
+  const auto attention = [](const PathPlan& p) {
+    for (const Op& op : p)
+      if (op.id == OpId::attention) return op;
+    return Op{};
+  };
+  const Op att = attention(standard_path(l, w));
+  CHECK(att.tiling.xqa_partial_bytes == 4224);
+  const LaunchShape shape = launch_shape(att.tiling, 132);
+  REQUIRE_FALSE(shape.mmha);
+  REQUIRE(shape.ctas == 128);
+  // The op's own bytes: 4,096 keys x 8 KV heads x 2 x 128 x 2 = 16,777,216 of cache, 16,384 of queries
+  // and 16,384 of output.
+  CHECK(att.bytes().value == 16809984);
+  KernelEfficiency k;
+  k.eta_compute = 1;
+  k.eta_memory = 0.8;
+  const FlopsPerSecond peak{989.4e12};
+  const BytesPerSecond bw{3.35e12};
+  const CalibratedTime t = calibrated_time(att, k, peak, bw, 132, false, Bytes{0});
+  CHECK(t.bytes == 16809984 + 540672);
+  CHECK(t.memory.value == Approx(17350656.0 / (3.35e12 * 0.8 * memory_wave_efficiency(128, 132, 1))));
+  // Its explanation shows the same bytes.
+  EfficiencyProfile prof;
+  prof.name = "test";
+  prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = k;
+  const Roofline rf = roofline_for(load_gpu("h100"), DType::bf16, prof);
+  const ExplainStep e = explain_op_time("attention", att, rf, op_time(att, rf));
+  CHECK(e.formula.find("with the splits' partial outputs") != std::string::npos);
+  CHECK(e.substituted.find("17,350,656") != std::string::npos);
+  // Nothing to merge: one block per sequence (64 sequences of 127 keys), an MMHA launch (one sequence
+  // of 256 keys: 4 x 8 x 2 < 132), or a speculative step's XQA kernel.
+  w.groups = {SequenceGroup{64, 1, 126}};
+  Op one = attention(standard_path(l, w));
+  REQUIRE(launch_shape(one.tiling, 132).ctas == one.tiling.ctas);
+  CHECK(calibrated_time(one, k, peak, bw, 132, false, Bytes{0}).bytes == one.bytes().value);
+  w.groups = {SequenceGroup{1, 1, 255}};
+  one = attention(standard_path(l, w));
+  REQUIRE(launch_shape(one.tiling, 132).mmha);
+  CHECK(calibrated_time(one, k, peak, bw, 132, false, Bytes{0}).bytes == one.bytes().value);
+  w.groups = {SequenceGroup{1, 2, 4094}};
+  w.spec_tokens = 1;
+  one = attention(standard_path(l, w));
+  REQUIRE(launch_shape(one.tiling, 132).ctas == one.tiling.ctas);
+  CHECK(calibrated_time(one, k, peak, bw, 132, false, Bytes{0}).bytes == one.bytes().value);
+}
+
 TEST_CASE("GQA decode's kernel by head group, on every bundled GQA/MHA model", "[efficiency][property]") {
   for (const ModelSpec& m : test::all_models()) {
     if (m.is_mla()) continue;
@@ -363,6 +418,12 @@ TEST_CASE("GQA decode's kernel by head group, on every bundled GQA/MHA model", "
           double blocks = std::max(1.0, std::min(std::floor(static_cast<double>(keys) / 128), std::round(std::sqrt(8 * std::floor(static_cast<double>(keys) / 128)))));
           if (kv * blocks / 132 > 8) blocks = std::max(1.0, std::floor(blocks / (kv * blocks / 132 / 8)));
           CHECK(l.ctas == kv * blocks);
+          // Split, every block's partial output and sum and max are written and read back.
+          KernelEfficiency k;
+          k.eta_compute = 1;
+          k.eta_memory = 1;
+          const double partials = blocks > 1 ? kv * blocks * 2 * group * (static_cast<double>(m.head_dim) * 2 + 8) : 0;
+          CHECK(calibrated_time(att, k, FlopsPerSecond{1e15}, BytesPerSecond{3e12}, 132, false, Bytes{0}).bytes == Approx(att.bytes().value + partials));
         } else {
           const double heads = static_cast<double>(b * m.heads);
           CHECK(l.ctas == heads * std::min(std::max(1.0, std::ceil(static_cast<double>(keys) / 128)), std::max(1.0, std::ceil(132 / heads))));
@@ -1095,6 +1156,32 @@ TEST_CASE("the shipped profiles: A100's decode kernel does not split keys and Ho
     INFO(n);
     CHECK(splits(n));
   }
+  // ... as TensorRT-LLM's dispatch has it: fmha_v2's unsplit kernel on sm80 and sm89, FlashMLA on
+  // sm90, TRTLLM-GEN's multi-CTA mode on sm100; nothing known where it does not run.
+  for (const auto& [gpu, name] : {std::pair{"a100-80gb", "a100-80gb"}, {"h100-sxm", "h100-sxm"}, {"h800", "h800"}, {"b200", "b200"}}) {
+    INFO(gpu);
+    REQUIRE(latent_decode_splits_keys(load_gpu(gpu)));
+    CHECK(*latent_decode_splits_keys(load_gpu(gpu)) == splits(name));
+  }
+  CHECK_FALSE(*latent_decode_splits_keys(load_gpu("l40s")));
+  CHECK_FALSE(latent_decode_splits_keys(load_gpu("mi300x")));
+  // A profile fitted on other GPUs times a GPU's latent decode with the kernel that GPU runs: the Ada
+  // GPUs take the one over all (which splits) without splitting, an AMD GPU as fitted, and a GPU's own
+  // fit stands.
+  auto chosen = [&](const char* gpu) { return efficiency_for(load_gpu(gpu), profiles)->kernel(KernelFamily::absorbed_decode)->split_kv; };
+  CHECK_FALSE(chosen("l40s"));
+  CHECK(efficiency_for(load_gpu("l40s"), profiles)->describe().ends_with("; absorbed_decode with this GPU's kernel, which does not split keys"));
+  CHECK(efficiency_for(load_gpu("h200"), profiles)->describe().find("absorbed_decode with") == std::string::npos);
+  CHECK_FALSE(chosen("rtx-4090"));
+  CHECK(chosen("mi300x"));
+  CHECK(chosen("h200"));
+  CHECK(chosen("gb200"));
+  CHECK_FALSE(chosen("a100-40gb"));
+  std::vector<EfficiencyProfile> own{profile("a100-80gb")};
+  own.front().kernels[static_cast<std::size_t>(KernelFamily::absorbed_decode)]->split_kv = true;
+  CHECK(efficiency_for(load_gpu("a100-80gb"), own)->kernel(KernelFamily::absorbed_decode)->split_kv);
+  own.front().scope = "any";
+  CHECK_FALSE(efficiency_for(load_gpu("a100-80gb"), own)->kernel(KernelFamily::absorbed_decode)->split_kv);
   // Block-scaled fp8 GEMMs in TensorRT-LLM's H100 table reach a smaller fraction of the fp8 peak
   // than its bf16 GEMMs of the bf16 peak.
   const KernelEfficiency g = *profile("h100-sxm").kernel(KernelFamily::gemm);

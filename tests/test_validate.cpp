@@ -1143,6 +1143,57 @@ TEST_CASE("Transfer: every GPU predicted from the others and never fitted on H20
   CHECK_THROWS_WITH(validate_transfer(s.dir / "h800", load_model("deepseek-v3")), (s.dir / "h800").string() + ": needs folders of timings for at least two GPUs");
 }
 
+TEST_CASE("Transfer: a left-out GPU's latent decode is timed with the kernel TensorRT-LLM runs on it", "[validate]") {
+  // DeepSeek-V3 latent decode rows timed by the model itself under one law: H100's and B200's with a
+  // kernel that splits keys (FlashMLA, TRTLLM-GEN), A100's with one that does not (fmha_v2). Left out,
+  // A100 is predicted from the other two with its own kernel (latent_decode_splits_keys), not theirs.
+  const ModelSpec m = load_model("deepseek-v3");
+  Scratch s("transfer-latent-kernel");
+  for (const char* gpu : {"h100-sxm", "b200", "a100-80gb"}) {
+    const HardwareSpec hw = load_gpu(gpu);
+    const KernelEfficiency law{.fixed = Seconds{5e-6}, .per_sequence = Seconds{1e-6}, .eta_compute = 0.5, .eta_compute_fp8 = std::nullopt,
+                               .eta_compute_fp8_tensor = std::nullopt, .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt,
+                               .eta_memory = 0.8, .memory_reach = 1, .split_kv = *latent_decode_splits_keys(hw), .rows = 0};
+    std::string table = "kernel,batch,kv_len,heads,latency_us\n";
+    for (int b : {1, 4, 16, 64, 256})
+      for (int keys : {256, 2048, 16384})
+        for (int heads : {16, 128}) {
+          ModelSpec mm = m;
+          mm.heads = mm.kv_heads = heads;
+          mm.layers.resize(1);
+          Workload w;
+          w.groups = {SequenceGroup{b, 1, static_cast<double>(keys - 1)}};
+          const PathPlan plan = mla_path(mm, w, PathKind::absorb);
+          const Op* op = plan.find(OpId::latent_attention_mqa);
+          REQUIRE(op);
+          const double t = calibrated_time(*op, law, *hw.peak_flops(DType::bf16), hw.memory_bandwidth, static_cast<double>(hw.sm_count), false, hw.l2_cache)
+                               .time().value;
+          table += fmt::format("absorbed_decode,{},{},{},{:.6f}\n", b, keys, heads, t * 1e6);
+        }
+    s.write(std::string(gpu) + "/decode.csv", table);
+  }
+  const AgainstRun r = validate_transfer(s.dir, m);
+  std::string transfer, fits;
+  for (const auto& [name, text] : r.files) {
+    if (name == "transfer.csv") transfer = text;
+    if (name == "fits.csv") fits = text;
+  }
+  INFO(transfer);
+  INFO(fits);
+  const auto rows = parse_csv(transfer);
+  bool a100 = false;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    if (rows[i][0] != "A100 SXM4 80GB") continue;
+    a100 = true;
+    // Timed with the others' split kernel, the long rows of few sequences would come out many times
+    // too fast.
+    CHECK(std::stod(rows[i][5]) < 0.05);
+  }
+  CHECK(a100);
+  // The fit on the other two (both split) is shown as theirs.
+  CHECK(fits.find("B200 180GB + H100 SXM5 80GB (for A100 SXM4 80GB),absorbed_decode") != std::string::npos);
+}
+
 TEST_CASE("Transfer: an architecture's rows alone predict a left-out GPU only where they hold every dtype of the family", "[validate]") {
   // Four GPUs time GEMMs on the same made-up law; H800 only in block fp8 (as DeepGEMM's tables), A100
   // only in bf16 (it has no fp8 peak), the others in both. H800 then cannot speak for Hopper's bf16:

@@ -127,6 +127,12 @@ double row_time(const Row& r, const KernelEfficiency& k, std::optional<double> p
          (r.other_s + passes_s.value_or(r.passes_s));
 }
 double model_time(const Row& r, const GpuKernelFit& f) { return row_time(r, f.eff); }
+// A fit on other GPUs' rows as it times `gpu`'s: a latent decode family with the kernel that GPU runs
+// (latent_decode_splits_keys) where it is known, else the one most of those GPUs run.
+KernelEfficiency with_kernel_of(const HardwareSpec& gpu, KernelEfficiency k, const std::string& kernel) {
+  if (kernel == kDecode) k.split_kv = latent_decode_splits_keys(gpu).value_or(k.split_kv);
+  return k;
+}
 
 // A row's calibrated time split into what the fit's linear costs (t_fixed, t_seq, t_cta) multiply
 // and what they do not: time = held + launches·((own ? t_fixed + sequences·t_seq : 0) + cta_waves·t_cta)
@@ -1056,7 +1062,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
       in_tables[g] = fit(k, select(per_gpu[g], k, [](const Row& r) { return r.train; }));
       if (std::string(k) == kDecode)
         for (Row& r : per_gpu[g])
-          if (r.kernel == k) r.split_kv = in_tables[g]->eff.split_kv;
+          if (r.kernel == k) r.split_kv = latent_decode_splits_keys(gpus[g]).value_or(in_tables[g]->eff.split_kv);
     }
     for (std::size_t g = 0; g < gpus.size(); ++g) {
       std::vector<Row>& mine = per_gpu[g];
@@ -1085,7 +1091,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
       if (std::string(k) == kElementwise) passes_own[g] = in_tables[g]->eff, passes_left_out[g] = logo ? PassEfficiency{logo->eff} : std::nullopt;
       for (Row& r : mine) {
         if (r.kernel != k) continue;
-        if (logo) r.logo_s = row_time(r, logo->eff, passes_time(r, passes_left_out[g]));
+        if (logo) r.logo_s = row_time(r, with_kernel_of(gpus[g], logo->eff, k), passes_time(r, passes_left_out[g]));
         r.fit_s = model_time(r, in_table);
         // The nearest row of another GPU (same kernel and cache dtype) in log shape, scaled by the
         // two rows' speed-of-light ratio.

@@ -83,6 +83,8 @@ std::string EfficiencyProfile::describe() const {
   s += "): ";
   s += families.empty() ? std::string("no families") : families;
   for (const auto& [from, fams] : borrowed) s += "; " + fams + " from the " + from + " profile";
+  if (latent_kernel_of_gpu)
+    s += std::string("; absorbed_decode with this GPU's kernel, which ") + (kernels[static_cast<std::size_t>(KernelFamily::absorbed_decode)]->split_kv ? "splits" : "does not split") + " keys";
   return s;
 }
 
@@ -100,7 +102,20 @@ std::optional<EfficiencyProfile> efficiency_for(const HardwareSpec& hw, const st
       for (std::size_t f = 0; f < out->kernels.size(); ++f)
         if (!out->kernels[f] && p.kernels[f]) out->kernels[f] = p.kernels[f], out->borrowed_from[f] = p.name;
     }
+  // A latent decode family fitted on other GPUs times this GPU's launches with the kernel it runs.
+  const auto latent = static_cast<std::size_t>(KernelFamily::absorbed_decode);
+  const std::optional<bool> splits = latent_decode_splits_keys(hw);
+  if (out && splits && out->kernels[latent] && (out->scope != "gpu" || !out->borrowed_from[latent].empty()) && out->kernels[latent]->split_kv != *splits) {
+    out->kernels[latent]->split_kv = *splits;
+    out->latent_kernel_of_gpu = true;
+  }
   return out;
+}
+
+std::optional<bool> latent_decode_splits_keys(const HardwareSpec& hw) {
+  if (hw.architecture == "hopper" || hw.architecture == "blackwell") return true;
+  if (hw.architecture == "ampere" || hw.architecture == "ada") return false;
+  return std::nullopt;
 }
 
 bool is_latent_attention(KernelFamily f) { return f == KernelFamily::absorbed_decode || f == KernelFamily::sparse_decode; }
@@ -250,6 +265,7 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   t.compute = Seconds{compute};
   if (unsplit) {
     // Every head tile's CTA reads its sequence's cache.
+    t.bytes = tl.unsplit_bytes;
     double memory = tl.unsplit_bytes / (bandwidth.value * k.eta_memory * t.memory_waves);
     if (sms > 0) memory = std::max(memory, tl.unsplit_longest_bytes / (bandwidth.value * std::min(1.0, k.memory_reach / sms) * k.eta_memory));
     t.memory = Seconds{memory};
@@ -258,9 +274,12 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   if (!unsplit) {
     // A split latent launch also writes each split sequence's pieces' partial outputs and its combine
     // kernel reads them back: at batch 1, 128 heads and 66 parts of H100's SMs, 35 MB, 11 µs.
+    // A split XQA launch's blocks likewise write and read back their partial outputs.
     const double partials = part ? part->split_pieces * tl.latent_partial_bytes / tl.sequences : 0;  // no part: no split piece
+    const double xqa_partials = tl.decode_kernel && !launch.mmha && launch.ctas > tl.ctas ? launch.ctas * tl.xqa_partial_bytes : 0;
+    t.bytes = op.bytes().value + partials + xqa_partials;
     t.l2_resident = fits_l2(op, k, l2);
-    t.memory = Seconds{(op.bytes().value + partials) / (bandwidth.value * k.eta_memory * t.memory_waves * (t.l2_resident ? k.l2_speedup : 1))};
+    t.memory = Seconds{t.bytes / (bandwidth.value * k.eta_memory * t.memory_waves * (t.l2_resident ? k.l2_speedup : 1))};
   }
   t.serial = k.serial_memory;
   t.launches = tl.kernel_launches();

@@ -450,12 +450,14 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const double ctas = unsplit ? tl.unsplit_ctas : launch.ctas, w = wave_efficiency(ctas, rf.sms);
     const double wm = memory_wave_efficiency(ctas, rf.sms, k.memory_reach);
     const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
-    const double bytes = unsplit ? tl.unsplit_bytes : op.bytes().value;
+    const double bytes = counted.bytes;
     // The compute and memory terms, each with its longest-CTA bound where it has one: their max, or
     // (serial_memory) the max of each, added.
     std::vector<std::string> cf{cat("F", tl.padded_flops > 0 ? " (padded tiles)" : "", " / (", at_fp8 ? "peak_fp8" : "peak", " · η_c · w)")};
     std::vector<std::string> cv{cat(num(flops), " / (", si(peak.value, "FLOP/s"), " · ", plain(eta_c), " · ", plain(w), ")")};
-    std::vector<std::string> mf{cat("B", unsplit ? " (every head tile's cache read, no split-KV)" : "", " / (bandwidth · η_m · w_m)")};
+    const bool partials = !unsplit && bytes > op.bytes().value;
+    std::vector<std::string> mf{cat("B", unsplit ? " (every head tile's cache read, no split-KV)" : partials ? " (with the splits' partial outputs, written and read back)" : "",
+                                    " / (bandwidth · η_m · w_m)")};
     std::vector<std::string> mv{cat(num(bytes), " / (", si(rf.bandwidth.value, "B/s"), " · ", plain(k.eta_memory), " · ", plain(wm), ")")};
     if (cuda_cores) {
       // MMHA on CUDA cores: the FLOPs at the FP32 peak, unpadded, no longest-CTA bound.

@@ -292,7 +292,7 @@ Tiling flash_tiling(const Workload& w, double heads, double head_pair_flops, dou
 // in slices of at least kSplitKeys keys. A decode kernel splits by XQA's multi-block rule instead
 // (decode_blocks_per_sequence here, the wave cap in launched_ctas).
 constexpr double kSplitKeys = 256;
-Tiling packed_gqa_tiling(const Workload& w, double kv_heads, double group, double head_pair_flops, double key_cap, bool decode) {
+Tiling packed_gqa_tiling(const Workload& w, double kv_heads, double group, double head_pair_flops, double partial_bytes, double key_cap, bool decode) {
   Tiling t;
   t.launches = 1;
   t.decode_kernel = decode;
@@ -325,6 +325,7 @@ Tiling packed_gqa_tiling(const Workload& w, double kv_heads, double group, doubl
   }
   // XQA's test counts every block at the longest sequence's multi-block count (mayHavePerfGain).
   t.xqa_group = group > 1 && group <= kXqaMaxGroup;
+  t.xqa_partial_bytes = partial_bytes;
   t.xqa_gain_blocks = blocks * std::max(1.0, std::floor(most_keys / kXqaHistoryPerBlock));
   t.mmha_ctas = blocks * group;
   t.mmha_key_tiles = std::max(1.0, std::ceil(most_keys / kMmhaKeysPerTile));
@@ -627,7 +628,9 @@ PathPlan standard_path(const ModelSpec& m, const Workload& w, std::int64_t windo
     return g.query <= 1 + static_cast<double>(w.spec_tokens);
   });
   att.fp8_cache = decode && w.kv == KvDtype::fp8;
-  att.tiling = packed_gqa_tiling(w, kvt, std::max(1.0, ht / kvt), 2 * (d + d), static_cast<double>(window), decode);
+  const double group = std::max(1.0, ht / kvt);
+  // A split XQA block's partial output and fp32 row sum and max per query head, written and read back.
+  att.tiling = packed_gqa_tiling(w, kvt, group, 2 * (d + d), 2 * group * (d * ba + 8), static_cast<double>(window), decode);
   p.add(att);
   if (w.projections) {
     Op o = gemm_op(OpId::o_proj, T, ht * d, H, bw, ba);

@@ -138,7 +138,8 @@ struct KernelEfficiency {
   // SMs (FlashMLA, FlashInfer, TensorRT-LLM on Hopper and Blackwell) or gives each sequence and head
   // tile one block that walks all its keys (TensorRT-LLM 1.0's generation MLA on the A100, whose
   // table's batch-1 time grows with the keys at 0.12 µs each whatever the heads). Fitted: the better
-  // of the two on the rows.
+  // of the two on a GPU's own rows; a profile fitted on other GPUs takes the kernel of the GPU it
+  // times where TensorRT-LLM's dispatch says which (latent_decode_splits_keys).
   bool split_kv = true;
   std::int64_t rows = 0;    // measurements it was fitted on
   bool operator==(const KernelEfficiency&) const = default;
@@ -164,6 +165,9 @@ struct EfficiencyProfile {
   // Families taken from a less specific profile (efficiency_for): the name of the profile each came
   // from; empty where the family is the profile's own.
   std::array<std::string, kKernelFamilyCount> borrowed_from{};
+  // Whether efficiency_for gave the latent decode family the kernel of the GPU it times, unlike the
+  // one its profile was fitted on (latent_decode_splits_keys): said in describe().
+  bool latent_kernel_of_gpu = false;
   const std::optional<KernelEfficiency>& kernel(KernelFamily f) const { return kernels[static_cast<std::size_t>(f)]; }
   // "hopper profile (fitted on H100 SXM5 80GB + H800 SXM5 80GB): absorbed_decode, expanded_prefill",
   // then "; bmm, elementwise from the hopper profile" for borrowed families.
@@ -176,6 +180,14 @@ struct EfficiencyProfile {
 // nullopt when `profiles` has none of these.
 std::optional<EfficiencyProfile> efficiency_for(const HardwareSpec& hw, const std::vector<EfficiencyProfile>& profiles);
 
+// Whether the kernel TensorRT-LLM runs for MLA generation (the absorbed_decode family) on a GPU splits
+// one sequence's keys over several thread blocks (NVIDIA/TensorRT-LLM cpp/tensorrt_llm/common/
+// attentionOp.cpp@eea41b73, mlaGeneration): on sm90 FlashMLA, over its SM parts (:1116-1160); on
+// sm100 TRTLLM-GEN's generation kernel in its multi-CTA KV mode (:1031-1043); on sm80 and sm89 fmha_v2's
+// tiled kernel, which does not (:1268-1301; Tiling::unsplit_ctas). nullopt where TensorRT-LLM
+// does not run (AMD). A profile fitted on other GPUs (an architecture's, or the one over all) takes
+// this GPU's kernel in efficiency_for, and the transfer predicts a left-out GPU with it.
+std::optional<bool> latent_decode_splits_keys(const HardwareSpec& hw);
 // The latent attention families, whose kernels may or may not split keys (split_kv).
 bool is_latent_attention(KernelFamily f);
 // The compute efficiency a family's kernel runs at: for an fp8 kernel its fp8 one where it has one
@@ -267,6 +279,7 @@ struct CalibratedTime {
   Seconds blocks{0};   // sequences_overlap: launches·sequences·t_seq, a term of the max (else 0)
   Seconds compute{0};  // F / (peak·η_c·w), or the longest CTA where that is longer
   Seconds memory{0};   // B / (bandwidth·η_m·w_m), over l2_speedup where B fits the L2
+  double bytes = 0;    // B: the op's bytes, or its unsplit launch's, with a split launch's partial outputs
   Seconds ctas{0};     // cta_overlap: launches·cta_waves·t_cta, added to compute inside the max (else 0)
   double waves = 1;    // w
   double memory_waves = 1;  // w_m

@@ -72,11 +72,22 @@ struct Tiling {
   // per query head and sequence (mmha_ctas), its keys split into at most mmha_key_tiles tiles.
   bool xqa_group = false;
   double xqa_gain_blocks = 0;
+  // A split XQA launch (more blocks than KV heads x sequences): each block writes its head group's
+  // normalised partial output, bf16 at the head dim, with an fp32 row sum and max per head, and the
+  // sequence's last block reads them all back to merge them (no kernel of its own): these bytes per
+  // block, written and read (NVIDIA/TensorRT-LLM cpp/kernels/xqa/mha_sm90.cu@fbbc05dd:498-516
+  // ScratchMem, :1256-1280 the write, :1538-1541 and :1680-1713 the last block's reads; mha.cu@d8c5e15a
+  // stores the same output and two 128-byte fp32 records for the sum and max, :2392-2413).
+  double xqa_partial_bytes = 0;
   double mmha_ctas = 0;
   double mmha_key_tiles = 1;
   // Latent attention without split-KV (a kernel that gives each sequence and 64-head tile one thread
-  // block walking all its keys): that launch's CTAs, the bytes they read together (each head tile
+  // block walking all its keys: TensorRT-LLM's MLA generation on sm80 and sm89, fmha_v2's tiled kernel,
+  // latent_decode_splits_keys): that launch's CTAs, the bytes they read together (each head tile
   // reads its sequence's cache), and the longest CTA's bytes. 0: the op has no such alternative.
+  // fmha_v2 gives each tile ⌈512 / 256⌉ = 2 blocks, one per half of the value columns, each computing
+  // the tile's whole Q·Kᵀ (fused_multihead_attention_v2.h@06255cb7:345-351); modelled so, without a
+  // term for two blocks sharing an SM, A100's in-table error rose from 7.3% to 19.9%: not modelled.
   double unsplit_ctas = 0;
   double unsplit_bytes = 0;
   double unsplit_longest_bytes = 0;
