@@ -238,7 +238,8 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
     return loss;
   };
   // Rows whose GPUs' kernels are known are timed with them; the fit then carries the kernel most of
-  // its GPUs run (weighing each GPU once) to a GPU without rows.
+  // its GPUs run (weighing each GPU once), which a GPU without rows takes where TensorRT-LLM's
+  // dispatch does not say which it runs (with_kernel_of, efficiency_for).
   double known = 0, split_weight = 0;
   for (const auto& [r, w] : train)
     if (r->split_kv) known += w, split_weight += *r->split_kv ? w : 0;
@@ -1062,7 +1063,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
       in_tables[g] = fit(k, select(per_gpu[g], k, [](const Row& r) { return r.train; }));
       if (std::string(k) == kDecode)
         for (Row& r : per_gpu[g])
-          if (r.kernel == k) r.split_kv = latent_decode_splits_keys(gpus[g]).value_or(in_tables[g]->eff.split_kv);
+          if (r.kernel == k) r.split_kv = in_tables[g]->eff.split_kv;
     }
     for (std::size_t g = 0; g < gpus.size(); ++g) {
       std::vector<Row>& mine = per_gpu[g];

@@ -629,8 +629,9 @@ PathPlan standard_path(const ModelSpec& m, const Workload& w, std::int64_t windo
   });
   att.fp8_cache = decode && w.kv == KvDtype::fp8;
   const double group = std::max(1.0, ht / kvt);
-  // A split XQA block's partial output and fp32 row sum and max per query head, written and read back.
-  att.tiling = packed_gqa_tiling(w, kvt, group, 2 * (d + d), 2 * group * (d * ba + 8), static_cast<double>(window), decode);
+  // A split XQA block's 16-bit partial output and fp32 row sum and max per query head, written and
+  // read back (XQA's input element, fp16 or bf16, whatever the compute dtype).
+  att.tiling = packed_gqa_tiling(w, kvt, group, 2 * (d + d), 2 * group * (d * 2 + 8), static_cast<double>(window), decode);
   p.add(att);
   if (w.projections) {
     Op o = gemm_op(OpId::o_proj, T, ht * d, H, bw, ba);

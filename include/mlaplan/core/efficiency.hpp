@@ -278,7 +278,7 @@ struct CalibratedTime {
   Seconds fixed{0};    // launches·(t_fixed + sequences·t_seq + cta_waves·t_cta); sequences_overlap: without the t_seq term; cta_overlap: without the t_cta term
   Seconds blocks{0};   // sequences_overlap: launches·sequences·t_seq, a term of the max (else 0)
   Seconds compute{0};  // F / (peak·η_c·w), or the longest CTA where that is longer
-  Seconds memory{0};   // B / (bandwidth·η_m·w_m), over l2_speedup where B fits the L2
+  Seconds memory{0};   // B / (bandwidth·η_m·w_m), over l2_speedup where the op's own bytes fit the L2 (fits_l2)
   double bytes = 0;    // B: the op's bytes, or its unsplit launch's, with a split launch's partial outputs
   Seconds ctas{0};     // cta_overlap: launches·cta_waves·t_cta, added to compute inside the max (else 0)
   double waves = 1;    // w

@@ -77,7 +77,8 @@ struct Tiling {
   // sequence's last block reads them all back to merge them (no kernel of its own): these bytes per
   // block, written and read (NVIDIA/TensorRT-LLM cpp/kernels/xqa/mha_sm90.cu@fbbc05dd:498-516
   // ScratchMem, :1256-1280 the write, :1538-1541 and :1680-1713 the last block's reads; mha.cu@d8c5e15a
-  // stores the same output and two 128-byte fp32 records for the sum and max, :2392-2413).
+  // stores the same output and two 128-byte fp32 records for the sum and max, :2392-2413). MMHA's
+  // split launches (mmha_key_tiles) also write and merge partial outputs: not counted.
   double xqa_partial_bytes = 0;
   double mmha_ctas = 0;
   double mmha_key_tiles = 1;
