@@ -130,7 +130,7 @@ double model_time(const Row& r, const GpuKernelFit& f) { return row_time(r, f.ef
 // A fit on other GPUs' rows as it times `gpu`'s: a latent decode family with the kernel that GPU runs
 // (latent_decode_splits_keys) where it is known, else the one most of those GPUs run.
 KernelEfficiency with_kernel_of(const HardwareSpec& gpu, KernelEfficiency k, const std::string& kernel) {
-  if (kernel == kDecode) k.split_kv = latent_decode_splits_keys(gpu).value_or(k.split_kv);
+  if (kernel == kDecode) take_gpu_latent_kernel(gpu, k);
   return k;
 }
 

@@ -104,12 +104,16 @@ std::optional<EfficiencyProfile> efficiency_for(const HardwareSpec& hw, const st
     }
   // A latent decode family fitted on other GPUs times this GPU's launches with the kernel it runs.
   const auto latent = static_cast<std::size_t>(KernelFamily::absorbed_decode);
-  const std::optional<bool> splits = latent_decode_splits_keys(hw);
-  if (out && splits && out->kernels[latent] && (out->scope != "gpu" || !out->borrowed_from[latent].empty()) && out->kernels[latent]->split_kv != *splits) {
-    out->kernels[latent]->split_kv = *splits;
-    out->latent_kernel_of_gpu = true;
-  }
+  if (out && out->kernels[latent] && (out->scope != "gpu" || !out->borrowed_from[latent].empty()))
+    out->latent_kernel_of_gpu = take_gpu_latent_kernel(hw, *out->kernels[latent]);
   return out;
+}
+
+bool take_gpu_latent_kernel(const HardwareSpec& hw, KernelEfficiency& k) {
+  const std::optional<bool> splits = latent_decode_splits_keys(hw);
+  if (!splits || k.split_kv == *splits) return false;
+  k.split_kv = *splits;
+  return true;
 }
 
 std::optional<bool> latent_decode_splits_keys(const HardwareSpec& hw) {

@@ -188,6 +188,9 @@ std::optional<EfficiencyProfile> efficiency_for(const HardwareSpec& hw, const st
 // does not run (AMD). A profile fitted on other GPUs (an architecture's, or the one over all) takes
 // this GPU's kernel in efficiency_for, and the transfer predicts a left-out GPU with it.
 std::optional<bool> latent_decode_splits_keys(const HardwareSpec& hw);
+// A latent decode family fitted on other GPUs, as it times `hw`'s launches: with the kernel `hw` runs
+// (latent_decode_splits_keys) where that is known. Whether that changed it.
+bool take_gpu_latent_kernel(const HardwareSpec& hw, KernelEfficiency& k);
 // The latent attention families, whose kernels may or may not split keys (split_kv).
 bool is_latent_attention(KernelFamily f);
 // The compute efficiency a family's kernel runs at: for an fp8 kernel its fp8 one where it has one
