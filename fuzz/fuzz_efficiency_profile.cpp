@@ -1,6 +1,7 @@
 // libFuzzer: any bytes as a kernel-efficiency profile; a profile that parses must round-trip through
 // its writer, and its calibrated times of every op of a DeepSeek-V3 step (and of each op as a
-// per-tensor fp8 kernel, and over an fp8 cache) must be finite and no faster than speed of light.
+// per-tensor fp8 kernel, and over an fp8 cache, each latent attention op also without split-KV) must be
+// finite and no faster than speed of light.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (p.kernels[f] && (!again.kernels[f] || again.kernels[f]->memory_reach != p.kernels[f]->memory_reach || p.kernels[f]->memory_reach < 1 ||
                            again.kernels[f]->eta_compute_fp8_tensor != p.kernels[f]->eta_compute_fp8_tensor ||
                            again.kernels[f]->eta_compute_mmha != p.kernels[f]->eta_compute_mmha ||
+                           again.kernels[f]->resident_ctas != p.kernels[f]->resident_ctas || again.kernels[f]->solo_share != p.kernels[f]->solo_share ||
+                           p.kernels[f]->solo_share * p.kernels[f]->resident_ctas < 1 ||
                            again.kernels[f]->fixed_fp8_cache.has_value() != p.kernels[f]->fixed_fp8_cache.has_value() ||
                            again.kernels[f]->fixed_fp8_cache.has_value() != again.kernels[f]->per_sequence_fp8_cache.has_value()))
         __builtin_trap();

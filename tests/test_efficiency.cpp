@@ -446,17 +446,23 @@ TEST_CASE("GQA decode's kernel by head group, on every bundled GQA/MHA model", "
   }
 }
 
-TEST_CASE("latent decode without split-KV: one CTA per sequence and head tile walks every key", "[efficiency]") {
+TEST_CASE("latent decode without split-KV: fmha_v2's blocks per sequence and head tile walk every key", "[efficiency]") {
   // DeepSeek-V3 at 128 heads, bf16 cache (1,152 B per token), one sequence of 8,192 keys, on 108 SMs.
   const Op att = latent_attention(load_model("deepseek-v3"), 1, {SequenceGroup{1, 1, 8191}});
   const Tiling& tl = att.tiling;
   // Split: ⌈128 / 64⌉ tiles · ⌈8192 / 64⌉ key blocks (FlashMLA's 64-token blocks).
   CHECK(tl.ctas == 2 * 128);
-  // Unsplit: 2 CTAs, each reading 8,192 · 1,152 B of cache + 64 rows · (576 + 512) · 2 B.
+  // Unsplit: 2 tiles of ⌈512 / 256⌉ = 2 blocks each; each tile reads 8,192 · 1,152 B of cache +
+  // 64 rows · (576 + 512) · 2 B once (its two blocks together).
   const double cta_bytes = 8192.0 * 1152 + 64.0 * 1088 * 2;
-  CHECK(tl.unsplit_ctas == 2);
+  CHECK(tl.unsplit_ctas == 4);
   CHECK(tl.unsplit_longest_bytes == Approx(cta_bytes));
   CHECK(tl.unsplit_bytes == Approx(2 * cta_bytes));
+  // FLOPs: each block computes the tile's Q·Kᵀ over 576 columns and half of P·V over 512: per head and
+  // key 2 · (2 · 576) + 2 · 512 = 3,328, against the absorbed op's 2 · (2 · 512 + 64) = 2,176.
+  // 128 heads · 8,192 keys · 3,328 = 3,489,660,928.
+  CHECK(tl.unsplit_flops == Approx(3489660928.0));
+  CHECK(tl.unsplit_flops == Approx(att.flops.value * 3328 / 2176));
   KernelEfficiency k{.fixed = Seconds{0}, .per_sequence = Seconds{0}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt,
                      .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.5, .rows = 1};
   const BytesPerSecond bw{2.039e12};
@@ -464,7 +470,7 @@ TEST_CASE("latent decode without split-KV: one CTA per sequence and head tile wa
   // longest CTA at one SM's share: cta_bytes · 108 / (bw · 0.5) = 1.01 ms.
   k.split_kv = false;
   const CalibratedTime un = calibrated_time(att, k, FlopsPerSecond{312e12}, bw, 108, false, Bytes{0});
-  CHECK(un.waves == Approx(2.0 / 108));
+  CHECK(un.waves == Approx(4.0 / 108));
   CHECK(un.memory.value == Approx(cta_bytes * 108 / (2.039e12 * 0.5)));
   CHECK(un.memory.value == Approx(1.0145e-3).epsilon(0.001));
   // Split: 256 CTAs on 108 SMs, w = 256 / 324; the cache once, and the partial outputs of its pieces:
@@ -528,24 +534,25 @@ TEST_CASE("latent decode under split-KV: FlashMLA's partition sets the per-seque
   const CalibratedTime single = calibrated_time(one, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0});
   CHECK(single.memory.value == Approx((one.bytes().value + 33619968.0) / (1.675e12 * single.memory_waves)));
   k.eta_memory = 0.8;
-  // A kernel that does not split keys: one CTA per sequence (one tile each), 512 CTAs in waves over
-  // 132 SMs, the busiest starting ⌈512 / 132⌉ = 4; on 78 SMs ⌈512 / 78⌉ = 7.
+  // A kernel that does not split keys (fmha_v2): two blocks per sequence (one tile each, two value
+  // slices), 1,024 CTAs in waves over 132 SMs, the busiest starting ⌈1,024 / 132⌉ = 8; on 78 SMs
+  // ⌈1,024 / 78⌉ = 14.
   k.split_kv = false;
   p = latent_partition(att.tiling, 132, false);
   REQUIRE(p);
   CHECK(p->parts == 0);
-  CHECK(p->ctas == 512);
-  CHECK(p->pieces == 4);
-  CHECK(calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0}).fixed.value == Approx(38e-6));
-  CHECK(calibrated_time(att, k, FlopsPerSecond{148e12}, BytesPerSecond{4.0e12}, 78, false, Bytes{0}).fixed.value == Approx(59e-6));
-  // With the cost per sequence in the max, the same 4 sequences the busiest SM starts (not its CTAs):
-  // 10 µs + max(streaming, 4 · 7 µs).
+  CHECK(p->ctas == 1024);
+  CHECK(p->pieces == 8);
+  CHECK(calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0}).fixed.value == Approx(66e-6));
+  CHECK(calibrated_time(att, k, FlopsPerSecond{148e12}, BytesPerSecond{4.0e12}, 78, false, Bytes{0}).fixed.value == Approx(108e-6));
+  // With the cost per sequence in the max, the same 8 blocks the busiest SM starts:
+  // 10 µs + max(streaming, 8 · 7 µs).
   k.sequences_overlap = true;
   const CalibratedTime over = calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0});
-  CHECK(over.sequences == 4);
+  CHECK(over.sequences == 8);
   CHECK(over.fixed.value == Approx(10e-6));
-  CHECK(over.blocks.value == Approx(28e-6));
-  CHECK(over.time().value == Approx(10e-6 + std::max(28e-6, over.streaming().value)));
+  CHECK(over.blocks.value == Approx(56e-6));
+  CHECK(over.time().value == Approx(10e-6 + std::max(56e-6, over.streaming().value)));
   k.sequences_overlap = false;
   CHECK_FALSE(latent_partition(att.tiling, 0, true));  // SMs unknown
   // 128 heads (two tiles): 66 parts, a payload of ⌈68,096 / 66⌉ + 5 = 1,037: the first part 7 whole
@@ -625,6 +632,55 @@ TEST_CASE("FlashMLA's partition on every bundled MLA model deals every block and
           }
         }
   }
+}
+
+TEST_CASE("resident blocks: an SM runs several of the unsplit launch's blocks at once, a lone one faster", "[efficiency]") {
+  // A100's 108 SMs, 2 blocks an SM, a lone block at 0.7 of its SM: Σ 1/f over the waves.
+  // 1 to 108 blocks: one each, 1/0.7 = 1.43 each: w = c / (108 · 1.4286).
+  CHECK(resident_wave_efficiency(1, 108, 2, 0.7) == Approx(0.7 / 108));
+  CHECK(resident_wave_efficiency(108, 108, 2, 0.7) == Approx(0.7));
+  // 128 blocks: 20 SMs run two, each at half its SM: w = 128 / (108 · 2).
+  CHECK(resident_wave_efficiency(128, 108, 2, 0.7) == Approx(128.0 / 216));
+  // 512: two full waves of 216 (2 each), then 80 alone (1/0.7): 512 / (108 · (4 + 1.4286)).
+  CHECK(resident_wave_efficiency(512, 108, 2, 0.7) == Approx(512.0 / (108 * (4 + 1 / 0.7))));
+  // 4,096: 18 full waves, then 208 (two on the busiest SM): 4,096 / (108 · 38).
+  CHECK(resident_wave_efficiency(4096, 108, 2, 0.7) == Approx(4096.0 / (108 * 38)));
+  // In multiples of one block's time (F ∝ blocks, time ∝ blocks / w): A100's 8,192-key table reads 1.44,
+  // 2.45, 3.93 and 26.7 at these counts; the model 1.40, 2.40, 3.80, 26.6.
+  auto rel = [](double c) { return (c / resident_wave_efficiency(c, 108, 2, 0.7)) / (64 / resident_wave_efficiency(64, 108, 2, 0.7)); };
+  CHECK(rel(128) == Approx(1.4));
+  CHECK(rel(256) == Approx(2.4));
+  CHECK(rel(512) == Approx(3.8));
+  CHECK(rel(4096) == Approx(26.6));
+  // Properties: resident 1 and solo 1 are the plain waves; never above 1; a lone block's share only
+  // speeds the launch up; more resident blocks never slow whole waves.
+  for (double sms : {78.0, 108.0, 132.0})
+    for (double c = 1; c <= 5 * sms; ++c) {
+      INFO(sms << " SMs, " << c << " CTAs");
+      CHECK(resident_wave_efficiency(c, sms, 1, 1) == Approx(wave_efficiency(c, sms)));
+      for (double rc : {2.0, 3.0, 4.0}) {
+        const double lo = resident_wave_efficiency(c, sms, rc, 1 / rc), hi = resident_wave_efficiency(c, sms, rc, 1);
+        CHECK(lo <= resident_wave_efficiency(c, sms, rc, 0.6 + 0.4 / rc) + 1e-12);
+        CHECK(resident_wave_efficiency(c, sms, rc, 0.6 + 0.4 / rc) <= hi + 1e-12);
+        CHECK(hi <= 1 + 1e-12);
+      }
+    }
+  // In calibrated time: DeepSeek-V3 at 128 heads, 64 sequences of 8,192 keys on 108 SMs, the unsplit
+  // launch: 64 · 2 tiles · 2 blocks = 256; at 2 resident and 0.7 a full wave of 216 (2 on every SM),
+  // then 40 alone: w = 256 / (108 · (2 + 1/0.7)) = 0.6914.
+  const Op att = latent_attention(load_model("deepseek-v3"), 1, {SequenceGroup{64, 1, 8191}});
+  REQUIRE(att.tiling.unsplit_ctas == 256);
+  KernelEfficiency k{.fixed = Seconds{0}, .per_sequence = Seconds{0}, .eta_compute = 0.45, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt,
+                     .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.5, .split_kv = false, .resident_ctas = 2,
+                     .solo_share = 0.7, .rows = 1};
+  const CalibratedTime t = calibrated_time(att, k, FlopsPerSecond{312e12}, BytesPerSecond{2.039e12}, 108, false, Bytes{0});
+  CHECK(t.waves == Approx(256.0 / (108 * (2 + 1 / 0.7))));
+  CHECK(t.compute.value == Approx(att.tiling.unsplit_flops / (312e12 * 0.45 * t.waves)));
+  // 64 · 3,489,660,928 FLOPs / (312 TFLOP/s · 0.45 · 0.6914) = 2.301 ms.
+  CHECK(t.compute.value == Approx(2.3009e-3).epsilon(1e-3));
+  // A family that splits keys ignores both.
+  k.split_kv = true;
+  CHECK(calibrated_time(att, k, FlopsPerSecond{312e12}, BytesPerSecond{2.039e12}, 108, false, Bytes{0}).waves == Approx(wave_efficiency(att.tiling.ctas, 108)));
 }
 
 TEST_CASE("memory waves: a CTA streams up to reach times its SM's share of the bandwidth", "[efficiency]") {
@@ -1080,9 +1136,32 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.per_sequence_fp8_cache_s' = 2.0: expected a number in [0, 1]");
   j["kernels"]["absorbed_decode"]["fixed_fp8_cache_z"] = 1;
   CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.fixed_fp8_cache_z' = 1: unknown key", 0) == 0);
+  // The unsplit launch's resident blocks: a whole number from 1, a lone block's share from 1/resident to
+  // 1, latent attention only.
+  j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["resident_ctas"] = 0;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.resident_ctas' = 0: expected a number in [1, 64]");
+  j["kernels"]["absorbed_decode"]["resident_ctas"] = 2.5;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.resident_ctas' = 2.5: expected a whole number of blocks per SM");
+  j["kernels"]["absorbed_decode"]["resident_ctas"] = "2";
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.resident_ctas' = \"2\": expected a number in [1, 64]");
+  j["kernels"]["absorbed_decode"]["resident_ctas"] = 2;
+  j["kernels"]["absorbed_decode"]["solo_share"] = 0.4;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.solo_share' = 0.4: expected a number in [0.5, 1]");
+  j["kernels"]["absorbed_decode"]["solo_share"] = 1.2;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.solo_share' = 1.2: expected a number in [0.5, 1]");
+  j["kernels"]["absorbed_decode"].erase("resident_ctas");
+  j["kernels"]["absorbed_decode"]["solo_share"] = 0.7;  // absent resident_ctas: 1, so a share below 1 is refused
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.solo_share' = 0.7: expected a number in [1, 1]");
+  j = minimal_profile();
+  j["kernels"]["gemm"] = j["kernels"]["absorbed_decode"];
+  j["kernels"]["gemm"]["resident_ctas"] = 2;
+  CHECK(refusal(j) == "p.json: key 'kernels.gemm.resident_ctas' = 2: only the latent attention families (absorbed_decode, sparse_decode) have an unsplit launch");
   // A profile round-trips through its writer, the optional keys with it.
   j = minimal_profile();
   j["kernels"]["absorbed_decode"]["split_kv"] = false;
+  j["kernels"]["absorbed_decode"]["resident_ctas"] = 2;
+  j["kernels"]["absorbed_decode"]["solo_share"] = 0.68;
   j["kernels"]["absorbed_decode"]["eta_compute_fp8"] = 0.3;
   j["kernels"]["absorbed_decode"]["memory_reach"] = 6.5;
   j["kernels"]["absorbed_decode"]["l2_speedup"] = 1.4;
@@ -1104,6 +1183,8 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   CHECK(!q_split);
   CHECK(qk.eta_compute_fp8.value_or(0) == 0.3);
   CHECK(qk.memory_reach == 6.5);
+  CHECK(qk.resident_ctas == 2);
+  CHECK(qk.solo_share == 0.68);
   CHECK(qk.l2_speedup == 1.4);
   CHECK(qk.eta_compute_fp8_tensor.value_or(0) == 0.55);
   CHECK(qk.fixed_fp8_cache.value_or(Seconds{0}).value == 2.5e-6);
@@ -1121,6 +1202,8 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   const bool d_split = dk.split_kv, d_fp8 = dk.eta_compute_fp8.has_value(), d_tensor = dk.eta_compute_fp8_tensor.has_value();
   CHECK(d_split);
   CHECK(dk.memory_reach == 1);  // absent: one SM's share per CTA
+  CHECK(dk.resident_ctas == 1);  // absent: one block per SM at a time, at the SM's rate
+  CHECK(dk.solo_share == 1);
   CHECK(dk.l2_speedup == 1);    // absent: no L2 term
   CHECK(dk.per_cta.value == 0);  // absent: no cost per CTA
   const bool d_serial = dk.serial_memory, d_overlap = dk.sequences_overlap, d_mmha = dk.per_sequence_mmha.has_value();
@@ -1165,6 +1248,20 @@ TEST_CASE("the shipped profiles: A100's decode kernel does not split keys and Ho
   CHECK(latent_decode_splits_keys(load_gpu("l40s")) == false);
   CHECK(latent_decode_splits_keys(load_gpu("gb200")) == true);
   CHECK_FALSE(latent_decode_splits_keys(load_gpu("mi300x")));
+  // TensorRT-LLM's fp8 generation MLA: sm89 and later, not sm80 (whose "fp8" rows time bf16 reads).
+  for (const char* gpu : {"a100-80gb", "a100-40gb"}) CHECK(latent_decode_reads_fp8_cache(load_gpu(gpu)) == false);
+  for (const char* gpu : {"l40s", "rtx-4090", "h100-sxm", "h800", "h200", "h20", "b200", "gb200"}) CHECK(latent_decode_reads_fp8_cache(load_gpu(gpu)) == true);
+  CHECK_FALSE(latent_decode_reads_fp8_cache(load_gpu("mi300x")));
+  // A100's own fit finds fmha_v2's blocks sharing its SMs (resident_ctas), a lone one faster than its
+  // share beside another; the split kernels' fits have no unsplit launch to show it.
+  const KernelEfficiency a100 = *profile("a100-80gb").kernel(KernelFamily::absorbed_decode);
+  CHECK(a100.resident_ctas == 2);
+  CHECK(a100.solo_share > 0.5);
+  CHECK(a100.solo_share < 1);
+  for (const char* n : {"h100-sxm", "h800", "b200"}) {
+    INFO(n);
+    CHECK(profile(n).kernel(KernelFamily::absorbed_decode)->resident_ctas == 1);
+  }
   // A profile fitted on other GPUs times a GPU's latent decode with the kernel that GPU runs: the Ada
   // GPUs take the one over all (which splits) without splitting, an AMD GPU as fitted, and a GPU's own
   // fit stands.

@@ -1143,6 +1143,24 @@ TEST_CASE("Transfer: every GPU predicted from the others and never fitted on H20
   CHECK_THROWS_WITH(validate_transfer(s.dir / "h800", load_model("deepseek-v3")), (s.dir / "h800").string() + ": needs folders of timings for at least two GPUs");
 }
 
+namespace {
+
+// The time `law` gives one layer's latent decode of `b` sequences of `keys` keys at `heads` heads on
+// `hw` (bf16): a row of a model-timed table.
+double latent_decode_time(const ModelSpec& m, const HardwareSpec& hw, const KernelEfficiency& law, int b, int keys, int heads) {
+  ModelSpec mm = m;
+  mm.heads = mm.kv_heads = heads;
+  mm.layers.resize(1);
+  Workload w;
+  w.groups = {SequenceGroup{b, 1, static_cast<double>(keys - 1)}};
+  const PathPlan plan = mla_path(mm, w, PathKind::absorb);
+  const Op* op = plan.find(OpId::latent_attention_mqa);
+  if (!op) throw std::logic_error("the absorbed path lacks its latent attention");
+  return calibrated_time(*op, law, *hw.peak_flops(DType::bf16), hw.memory_bandwidth, static_cast<double>(hw.sm_count), false, hw.l2_cache).time().value;
+}
+
+}  // namespace
+
 TEST_CASE("Transfer: a left-out GPU's latent decode is timed with the kernel TensorRT-LLM runs on it", "[validate]") {
   // DeepSeek-V3 latent decode rows timed by the model itself under one law: H100's and B200's with a
   // kernel that splits keys (FlashMLA, TRTLLM-GEN), A100's with one that does not (fmha_v2). Left out,
@@ -1157,19 +1175,8 @@ TEST_CASE("Transfer: a left-out GPU's latent decode is timed with the kernel Ten
     std::string table = "kernel,batch,kv_len,heads,latency_us\n";
     for (int b : {1, 4, 16, 64, 256})
       for (int keys : {256, 2048, 16384})
-        for (int heads : {16, 128}) {
-          ModelSpec mm = m;
-          mm.heads = mm.kv_heads = heads;
-          mm.layers.resize(1);
-          Workload w;
-          w.groups = {SequenceGroup{b, 1, static_cast<double>(keys - 1)}};
-          const PathPlan plan = mla_path(mm, w, PathKind::absorb);
-          const Op* op = plan.find(OpId::latent_attention_mqa);
-          REQUIRE(op);
-          const double t = calibrated_time(*op, law, *hw.peak_flops(DType::bf16), hw.memory_bandwidth, static_cast<double>(hw.sm_count), false, hw.l2_cache)
-                               .time().value;
-          table += fmt::format("absorbed_decode,{},{},{},{:.6f}\n", b, keys, heads, t * 1e6);
-        }
+        for (int heads : {16, 128})
+          table += fmt::format("absorbed_decode,{},{},{},{:.6f}\n", b, keys, heads, latent_decode_time(m, hw, law, b, keys, heads) * 1e6);
     s.write(std::string(gpu) + "/decode.csv", table);
   }
   const AgainstRun r = validate_transfer(s.dir, m);
@@ -1203,6 +1210,46 @@ TEST_CASE("Transfer: a left-out GPU's latent decode is timed with the kernel Ten
       ++shown;
     }
   CHECK(shown == 1);
+}
+
+TEST_CASE("Against: the unsplit latent kernel's resident blocks are fitted from the rows", "[validate]") {
+  // A100-like latent decode rows timed by the model itself with fmha_v2's unsplit launch, 2 blocks an SM
+  // and a lone block at 0.7 of it: the refit finds both and holds the rows. The fp8-cache rows of a GPU
+  // where TensorRT-LLM runs no fp8 generation MLA are timed reading bf16, and the report says so.
+  const ModelSpec m = load_model("deepseek-v3");
+  const HardwareSpec hw = load_gpu("a100-80gb");
+  REQUIRE(latent_decode_reads_fp8_cache(hw) == false);
+  Scratch s("against-resident");
+  const KernelEfficiency law{.fixed = Seconds{8e-6}, .per_sequence = Seconds{0}, .eta_compute = 0.45, .eta_compute_fp8 = std::nullopt,
+                             .eta_compute_fp8_tensor = std::nullopt, .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt,
+                             .eta_memory = 0.5, .memory_reach = 4, .split_kv = false, .resident_ctas = 2, .solo_share = 0.7, .rows = 0};
+  std::string table = "kernel,batch,kv_len,heads,kv_dtype,latency_us\n";
+  for (int b : {1, 2, 8, 32, 48, 64, 96, 128, 256, 512})
+    for (int keys : {1024, 8192})
+      for (int heads : {64, 128}) {
+        const double t = latent_decode_time(m, hw, law, b, keys, heads);
+        // The same time under an "fp8" cache: TensorRT-LLM on sm80 reads bf16.
+        for (const char* kv : {"bf16", "fp8"}) table += fmt::format("absorbed_decode,{},{},{},{},{:.6f}\n", b, keys, heads, kv, t * 1e6);
+      }
+  s.write("a100/decode.csv", table);
+  const AgainstRun r = validate_against(s.dir / "a100", hw, m);
+  std::string report, fit, errors;
+  for (const auto& [name, text] : r.files) {
+    if (name == "report.md") report = text;
+    if (name == "fit.json") fit = text;
+    if (name == "errors.csv") errors = text;
+  }
+  INFO(fit);
+  INFO(errors);
+  CHECK(report.find("Latent decode rows with kv_dtype fp8 timed reading a bf16 cache, as TensorRT-LLM runs no fp8 generation MLA on their GPU "
+                    "(sm80: common/attentionOp.cpp@eea41b73:2572-2578): 40 on A100 SXM4 80GB.") != std::string::npos);
+  const auto j = nlohmann::json::parse(fit)["absorbed_decode"];
+  CHECK_FALSE(j["split_kv"].get<bool>());
+  CHECK(j["resident_ctas"].get<double>() == 2);
+  CHECK(j["solo_share"].get<double>() == Approx(0.7).epsilon(0.05));
+  const auto e = parse_csv(errors);
+  REQUIRE(e.size() == 2);
+  CHECK(std::stod(e[1][6]) < 0.02);  // the refit's held-out median
 }
 
 TEST_CASE("Transfer: an architecture's rows alone predict a left-out GPU only where they hold every dtype of the family", "[validate]") {

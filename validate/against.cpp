@@ -86,6 +86,9 @@ struct Row {
   Op op;          // the attention op the row timed, with its tiling
   double peak = 0;  // the FLOP/s its kernel runs at
   bool fp8 = false;  // ... the fp8 peak
+  // Latent decode, kv_dtype fp8, on a GPU where TensorRT-LLM runs no fp8 generation MLA
+  // (latent_decode_reads_fp8_cache): timed reading a bf16 cache.
+  bool bf16_reads = false;
   // Latent decode: whether its GPU's kernel splits keys over CTAs, as the fit on that GPU's own rows
   // found; a fit over several GPUs times each row with its own GPU's kernel. Unknown: fitted.
   std::optional<bool> split_kv;
@@ -294,6 +297,11 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   // preprocessing kernel): each is fitted and the one that explains the rows better is kept.
   std::optional<GpuKernelFit> best;
   double best_loss = INFINITY;
+  // Whether some rows run the latent unsplit launch when the fit's kernel is `split` (rows of a GPU
+  // whose kernel is known run it).
+  auto unsplit_rows = [&](bool split) {
+    return kernel == kDecode && std::any_of(train.begin(), train.end(), [&](const auto& row) { return !row.first->split_kv.value_or(split); });
+  };
   const std::vector<bool> splits = rows_decide ? std::vector<bool>{split_weight >= known / 2} : kernel == kDecode ? std::vector<bool>{true, false}
                                                                                                            : std::vector<bool>{true};
   const bool attention = kernel == kDecode || kernel == kPrefill || kernel == kAttention || kernel == kAttentionDecode;
@@ -313,6 +321,7 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
       for (const bool cta_overlap : cta_overlaps) {
       std::optional<double> eta_fp8, eta_tensor, eta_mmha;
       std::optional<Seconds> fixed_cache, seq_cache, seq_mmha;
+      double resident = 1, solo = 1;
       GpuKernelFit f;
       Seconds cta{0};
       for (int round = 0; round < (both ? 2 : 1); ++round) {
@@ -324,10 +333,28 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
                                                       .eta_compute_fp8_tensor = eta_tensor, .fixed_fp8_cache = fixed_cache,
                                                       .per_sequence_fp8_cache = seq_cache, .per_sequence_mmha = seq_mmha, .eta_compute_mmha = eta_mmha, .per_cta = cta, .serial_memory = serial, .sequences_overlap = overlap, .cta_overlap = cta_overlap, .eta_memory = p[1],
                                                       .memory_reach = p[2], .l2_speedup = p[3], .split_kv = split,
-                                                      .rows = static_cast<std::int64_t>(train.size())}};
+                                                      .resident_ctas = resident, .solo_share = solo, .rows = static_cast<std::int64_t>(train.size())}};
         };
         auto efficiencies = [&] { f = model(grid_fit({etas, etas, reaches, l2s, t0s, tseqs}, [&](const std::vector<double>& p) { return loss_of(model(p)); }, 2)); };
         efficiencies();
+        // Where rows run the unsplit latent launch, the blocks one SM runs at once (1 to 4) and a lone
+        // block's share of its SM, searched with η_c (which trades against both: the full SM's rate
+        // against a lone block's), the others held; then the efficiencies again: twice.
+        for (int pass = 0; unsplit_rows(split) && pass < 2; ++pass) {
+          double best_occ = loss_of(f);
+          for (const double rc : {1.0, 2.0, 3.0, 4.0}) {
+            auto with = [&](const std::vector<double>& p) {
+              GpuKernelFit g = f;
+              g.eff.resident_ctas = rc;
+              g.eff.solo_share = p[0];
+              g.eff.eta_compute = p[1];
+              return g;
+            };
+            const std::vector<double> s = grid_fit({rc == 1 ? std::vector<double>{1} : geometric_axis(1 / rc, 1, 16), etas}, [&](const std::vector<double>& p) { return loss_of(with(p)); }, 2);
+            if (const double l = loss_of(with(s)); l < best_occ) best_occ = l, resident = rc, solo = s[0];
+          }
+          efficiencies();
+        }
         // The cost per CTA with the other two costs and η_c, which it trades against (both slow the
         // short prompts' many small CTAs), the memory terms held; then the efficiencies again: twice
         // (a seventh axis in the search would multiply its refinement rounds tenfold).
@@ -747,7 +774,11 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       if (!decode && r.query != r.len)
         fail_key(file, "query", fmt::format("{}", r.query), fmt::format("row {}: a prefill row has no prefix (query = seq_len)", i + 1));
       Workload w;
-      w.kv = r.kv_dtype == "fp8" ? KvDtype::fp8 : KvDtype::bf16;
+      // A latent decode row over an fp8 cache reads it as fp8 where TensorRT-LLM runs fp8 generation
+      // MLA (latent_decode_reads_fp8_cache); on a GPU where it does not (A100), the row times its
+      // bf16 kernel over a bf16 cache (r.bf16_reads, said in the text).
+      r.bf16_reads = decode && r.kv_dtype == "fp8" && latent_decode_reads_fp8_cache(gpu) == false;
+      w.kv = r.kv_dtype == "fp8" && !r.bf16_reads ? KvDtype::fp8 : KvDtype::bf16;
       w.groups = {SequenceGroup{static_cast<std::int64_t>(r.batch), r.query, decode ? r.len - r.query : 0}};
       const PathPlan plan = mla_path(one_layer(m, r.heads), w, decode ? PathKind::absorb : PathKind::expand);
       const Op* op = plan.find(decode ? OpId::latent_attention_mqa : OpId::attention_mha);
@@ -817,6 +848,15 @@ std::vector<double> errors(const std::vector<const Row*>& rows, double Row::*pre
 
 Value stat_or_null(const ErrorStats& s, double ErrorStats::*field) { return s.n > 0 ? Value{s.*field} : Value{}; }
 
+// A latent decode fit's kernel: whether it splits keys, and for the unsplit launch the blocks an SM
+// runs at once and a lone block's share of it where fitted.
+std::string split_text(const GpuKernelFit& f) {
+  if (f.kernel != kDecode) return "-";
+  if (f.eff.split_kv) return "yes";
+  if (f.eff.resident_ctas == 1 && f.eff.solo_share == 1) return "no";
+  return fmt::format("no ({} blocks an SM, one alone at {:.2f} of it)", f.eff.resident_ctas, f.eff.solo_share);
+}
+
 Table fit_table(const std::string& title, const std::vector<std::pair<std::string, GpuKernelFit>>& fits) {
   Table ft{.name = "fit", .title = title,
            .columns = {{"fitted_on", "fitted on", Unit::text}, {"kernel", "kernel", Unit::text}, {"t_fixed_s", "fixed cost", Unit::seconds},
@@ -836,7 +876,7 @@ Table fit_table(const std::string& title, const std::vector<std::pair<std::strin
                        f.eff.eta_compute_fp8_tensor ? Value{*f.eff.eta_compute_fp8_tensor} : Value{},
                        f.eff.eta_compute_mmha ? Value{*f.eff.eta_compute_mmha} : Value{}, f.eff.eta_memory, f.eff.memory_reach, f.eff.l2_speedup,
                        f.eff.per_cta.value, std::string(f.eff.per_cta.value > 0 ? (f.eff.cta_overlap ? "with compute" : "added") : "-"), std::string(f.eff.serial_memory ? "apart" : "overlapped"),
-                       std::string(f.eff.sequences_overlap ? "in the max" : "added"), std::string(f.kernel != kDecode ? "-" : f.eff.split_kv ? "yes" : "no"), f.eff.rows});
+                       std::string(f.eff.sequences_overlap ? "in the max" : "added"), split_text(f), f.eff.rows});
   return ft;
 }
 
@@ -860,6 +900,7 @@ nlohmann::ordered_json fit_json(const GpuKernelFit& f) {
   if (f.eff.sequences_overlap) j["per_sequence_overlapped"] = true;
   if (f.eff.cta_overlap) j["per_cta_overlapped"] = true;
   if (f.kernel == kDecode) j["split_kv"] = f.eff.split_kv;
+  if (f.eff.resident_ctas != 1 || f.eff.solo_share != 1) j["resident_ctas"] = f.eff.resident_ctas, j["solo_share"] = f.eff.solo_share;
   j["rows"] = f.eff.rows;
   return j;
 }
@@ -869,6 +910,19 @@ std::string unread_note(const std::set<std::string>& unread) {
   std::string s;
   for (const std::string& c : unread) s += (s.empty() ? "" : ", ") + c;
   return fmt::format("Columns not read (kept as the sources' own): {}.\n\n", s);
+}
+
+// The latent decode rows over an fp8 cache timed reading bf16 (Row::bf16_reads), per GPU; empty
+// when there are none.
+std::string bf16_reads_note(const std::vector<const std::vector<Row>*>& per_gpu) {
+  std::string s;
+  for (const std::vector<Row>* rows : per_gpu) {
+    const auto n = std::count_if(rows->begin(), rows->end(), [](const Row& r) { return r.bf16_reads; });
+    if (n > 0) s += fmt::format("{}{} on {}", s.empty() ? "" : ", ", n, rows->front().gpu->name);
+  }
+  if (s.empty()) return {};
+  return fmt::format("Latent decode rows with kv_dtype fp8 timed reading a bf16 cache, as TensorRT-LLM runs no fp8 generation MLA on "
+                     "their GPU (sm80: common/attentionOp.cpp@eea41b73:2572-2578): {}.\n\n", s);
 }
 
 // A folder's sources.csv: file -> (source, licence); empty when the folder has none.
@@ -964,7 +1018,9 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
                                "and with the efficiency model refitted on the even rows of each kernel and judged on the odd rows:\n\n"
                                "time = t_fixed + batch·t_seq + max(F / (peak·η_c·w), B / (bandwidth·η_m·w)), w = CTAs / (⌈CTAs / SMs⌉·SMs) (fp8 rows: the fp8 "
                                "peak and, where the rows hold both dtypes, their own η_c); decode CTAs = "
-                               "batch × ⌈heads/64⌉ × ⌈kv_len/64⌉ (split-KV; without split-KV batch × ⌈heads/64⌉, each reading its sequence's cache, and no faster than one CTA at bandwidth/SMs); prefill CTAs = batch × ⌈S/128⌉ × heads, and a causal prefill lasts "
+                               "batch × ⌈heads/64⌉ × ⌈kv_len/64⌉ (split-KV; without split-KV fmha_v2's batch × ⌈heads/64⌉ × 2, one per half of the value columns, each computing its tile's Q·Kᵀ and "
+                               "reading its sequence's cache (once per tile from DRAM), no faster than one CTA at bandwidth/SMs, and w counting the blocks an SM runs at once "
+                               "and a lone block's share of it, both fitted); prefill CTAs = batch × ⌈S/128⌉ × heads, and a causal prefill lasts "
                                "at least as long as its longest CTA. A GEMM row whose call quantises its bf16 input first (`act_quant` timed: m·k values, "
                                "2 bytes read and 1 + 4/128 written each) adds that kernel's time under the elementwise parameters: the shipped "
                                "profile's for the default, the refit's where the folder times elementwise rows; so does an MLA prefill row of TensorRT-LLM's "
@@ -973,6 +1029,7 @@ AgainstRun validate_against(const fs::path& dir, const HardwareSpec& gpu, const 
                                "Q, K and V (2 bytes read and 1 written per element). An fp8 prefill kernel reads Q, K and V at 1 byte.\n\n",
                                gpu.name, dir.string(), gpu.source, m.name, shipped ? shipped->describe() : std::string("none bundled"));
   md += unread_note(unread);
+  md += bf16_reads_note({&rows});
   md += md_section(err);
   md += "![predicted against measured](against.svg)\n\n";
   md += md_section(ft);
@@ -1176,6 +1233,9 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
                                "H20 and H200 rows are never fitted on.\n\n",
                                root.string(), m.name, kMinArchitectureRows);
   md += unread_note(unread);
+  std::vector<const std::vector<Row>*> all_rows;
+  for (const auto& rows : per_gpu) all_rows.push_back(&rows);
+  md += bf16_reads_note(all_rows);
   if (!skipped.empty()) {
     std::string s;
     for (const std::string& n : skipped) s += (s.empty() ? "" : ", ") + n;

@@ -122,6 +122,12 @@ std::optional<bool> latent_decode_splits_keys(const HardwareSpec& hw) {
   return std::nullopt;
 }
 
+std::optional<bool> latent_decode_reads_fp8_cache(const HardwareSpec& hw) {
+  if (hw.architecture == "ada" || hw.architecture == "hopper" || hw.architecture == "blackwell") return true;
+  if (hw.architecture == "ampere") return false;
+  return std::nullopt;
+}
+
 bool is_latent_attention(KernelFamily f) { return f == KernelFamily::absorbed_decode || f == KernelFamily::sparse_decode; }
 
 double eta_compute_for(const KernelEfficiency& k, bool fp8, bool per_tensor) {
@@ -142,6 +148,14 @@ bool runs_unsplit(const KernelEfficiency& k, const Tiling& t) { return !k.split_
 double wave_efficiency(double ctas, double sms) {
   if (!(ctas > 0) || !(sms > 0)) return 1;
   return ctas / (std::ceil(ctas / sms) * sms);
+}
+
+double resident_wave_efficiency(double ctas, double sms, double resident, double solo) {
+  if (!(ctas > 0) || !(sms > 0)) return 1;
+  const double slots = resident * sms, waves = std::ceil(ctas / slots), last = ctas - (waves - 1) * slots;
+  // Each full wave: `resident` blocks on every SM, each at 1/resident of it; the last wave's busiest SM
+  // runs n of them, each at min(solo, 1/n).
+  return ctas / (sms * ((waves - 1) * resident + std::max(1 / solo, std::ceil(last / sms))));
 }
 
 double memory_wave_efficiency(double ctas, double sms, double reach) {
@@ -223,9 +237,10 @@ std::optional<LatentPartition> latent_partition(const Tiling& t, double sms, boo
   const double tiles = std::max(1.0, t.latent_m_tiles);
   p.parts = split_kv ? std::floor(sms / tiles) : 0;
   if (!(p.parts >= 1)) {
-    // Every sequence's own tiles are CTAs, in waves over the SMs.
+    // Every sequence's own tiles are CTAs, in waves over the SMs (fmha_v2's unsplit kernel: each
+    // tile's value slices).
     p.parts = 0;
-    p.ctas = t.unsplit_ctas > 0 ? t.unsplit_ctas : t.sequences * tiles;
+    p.ctas = t.unsplit_ctas > 0 ? t.unsplit_ctas / (split_kv ? t.unsplit_slices : 1) : t.sequences * tiles;
     p.pieces = std::ceil(p.ctas / sms);
     return p;
   }
@@ -253,10 +268,10 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   const LaunchShape launch = launch_shape(tl, sms);
   const LaunchCosts costs = launch_costs(k, op.fp8_cache, launch.mmha);
   const double eta_c = eta_compute_for(k, fp8, op.fp8_per_tensor);
-  const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
   const bool unsplit = runs_unsplit(k, tl);
+  const double flops = unsplit ? tl.unsplit_flops : tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
   const double ctas = unsplit ? tl.unsplit_ctas : launch.ctas;
-  t.waves = wave_efficiency(ctas, sms);
+  t.waves = unsplit ? resident_wave_efficiency(ctas, sms, k.resident_ctas, k.solo_share) : wave_efficiency(ctas, sms);
   t.memory_waves = memory_wave_efficiency(ctas, sms, k.memory_reach);
   double compute = 0;
   if (computes_on_cuda_cores(k, launch.mmha, cuda_core_peak)) {

@@ -443,17 +443,22 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
       const LatentPartition& lp = *part;
       partition = lp.parts > 0 ? cat(", t_seq per sequence the fullest of FlashMLA's ", num(lp.parts), " SM parts starts (a payload of ", num(lp.payload),
                                      " blocks: 64 keys each, ", num(kLatentOverheadBlocks), " of overhead per sequence counted)")
-                               : cat(", t_seq per sequence and 64-row query tile the busiest SM starts: ⌈", num(lp.ctas), " / ", num(rf.sms), "⌉",
+                               : cat(", t_seq per ", unsplit ? cat("block (fmha_v2's: ", num(tl.unsplit_slices), " per sequence and 64-row query tile)") : std::string("sequence and 64-row query tile"),
+                                     " the busiest SM starts: ⌈", num(lp.ctas), " / ", num(rf.sms), "⌉",
                                      k.split_kv ? " (more query tiles than SMs: no FlashMLA part, each sequence's tiles CTAs of their own)" : " (a kernel that does not split keys)");
     }
     const LaunchCosts costs = launch_costs(k, op.fp8_cache, launch.mmha);
-    const double ctas = unsplit ? tl.unsplit_ctas : launch.ctas, w = wave_efficiency(ctas, rf.sms);
+    const double ctas = unsplit ? tl.unsplit_ctas : launch.ctas, w = counted.waves;
     const double wm = memory_wave_efficiency(ctas, rf.sms, k.memory_reach);
-    const double flops = tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
+    const double flops = unsplit ? tl.unsplit_flops : tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
     const double bytes = counted.bytes;
     // The compute and memory terms, each with its longest-CTA bound where it has one: their max, or
     // (serial_memory) the max of each, added.
-    std::vector<std::string> cf{cat("F", tl.padded_flops > 0 ? " (padded tiles)" : "", " / (", at_fp8 ? "peak_fp8" : "peak", " · η_c · w)")};
+    // The unsplit launch's w counts the blocks one SM runs at once (resident_wave_efficiency).
+    const bool resident = unsplit && (k.resident_ctas != 1 || k.solo_share != 1);
+    std::vector<std::string> cf{cat("F", unsplit ? " (padded tiles, Q·Kᵀ once per block's value columns)" : tl.padded_flops > 0 ? " (padded tiles)" : "", " / (",
+                                    at_fp8 ? "peak_fp8" : "peak", " · η_c · w",
+                                    resident ? cat(" at ", plain(k.resident_ctas), " blocks an SM, one alone at ", plain(k.solo_share), " of it") : "", ")")};
     std::vector<std::string> cv{cat(num(flops), " / (", si(peak.value, "FLOP/s"), " · ", plain(eta_c), " · ", plain(w), ")")};
     const bool partials = !unsplit && bytes > op.bytes().value;
     std::vector<std::string> mf{cat("B", unsplit ? " (every head tile's cache read, no split-KV)" : partials ? " (with the splits' partial outputs, written and read back)" : "",
@@ -502,7 +507,9 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                      cat("launches · (t_fixed", overlap ? "" : " + sequences · t_seq", cta_fixed ? " + ⌈CTAs / SMs⌉ · t_cta" : "", ") + ", terms_f,
                          k.serial_memory ? " (the memory pass apart from the compute kernel)" : "",
                          overlap ? " (the blocks' cost overlapping the streaming)" : "",
-                         ", w = CTAs / (⌈CTAs / SMs⌉ · SMs), w_m = CTAs / (⌊CTAs / SMs⌋ · SMs + max(r, SMs / reach)) (1 for whole waves); ", to_string(fam),
+                         resident ? ", w = CTAs / (SMs · ((waves − 1) · resident + max(1 / solo, ⌈c / SMs⌉))) over waves of resident · SMs blocks, c the last wave's"
+                                  : ", w = CTAs / (⌈CTAs / SMs⌉ · SMs)",
+                         ", w_m = CTAs / (⌊CTAs / SMs⌋ · SMs + max(r, SMs / reach)) (1 for whole waves); ", to_string(fam),
                          " family", cuda_cores ? "" : tensor_eta ? ", per-tensor fp8 η_c" : fp8_eta ? ", fp8 η_c" : "", costs.fp8_cache ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
                          launch.mmha         ? cat(", MMHA (no XQA kernel for this head group, or too few blocks): t_seq", costs.mmha ? " (MMHA's own)" : "",
                                                    " per block, one per query head and sequence", overlap ? " and each split of its keys" : "",
@@ -511,8 +518,10 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                                                        : ", XQA: t_seq per block, one per KV head and sequence")
                                             : partition),
                      cat(num(counted.launches), " · (", secs(costs.fixed.value), overlap ? std::string() : cat(" + ", num(sequences), " · ", secs(costs.per_sequence.value)),
-                         cta_fixed ? cat(" + ", num(counted.cta_waves), " · ", secs(k.per_cta.value)) : std::string(), ") + ", terms_v, "; w = ", num(ctas), " / (⌈",
-                         num(ctas), " / ", num(rf.sms), "⌉ · ", num(rf.sms), "), w_m = ", plain(wm), " (reach ", plain(k.memory_reach), ")"),
+                         cta_fixed ? cat(" + ", num(counted.cta_waves), " · ", secs(k.per_cta.value)) : std::string(), ") + ", terms_v, "; w = ",
+                         resident ? cat(plain(w), " (", num(ctas), " blocks on ", num(rf.sms), " SMs, ", plain(k.resident_ctas), " at once each)")
+                                  : cat(num(ctas), " / (⌈", num(ctas), " / ", num(rf.sms), "⌉ · ", num(rf.sms), ")"),
+                         ", w_m = ", plain(wm), " (reach ", plain(k.memory_reach), ")"),
                      cat(secs(t.time.value), " = ", secs(t.fixed.value), " + ",
                          overlap ? cat("max(", t.serial ? cat(secs(compute.value), " + ", secs(t.memory.value)) : secs(std::max(compute, t.memory).value), ", ",
                                        secs(t.blocks.value), ")")

@@ -259,7 +259,10 @@ Tiling latent_tiling(const MlaGeometry& g, const Workload& w, double topk) {
     // and writes its tile's latent output (no partials to merge).
     const double tile_rows = std::min(rows, kLatentRows);
     const double cta_bytes = keys * g.cache_bytes_per_token + tile_rows * ((g.r + g.d_r) + g.r) * g.act_bytes;
-    t.unsplit_ctas += b * tiles;
+    const double slices = std::ceil(g.r / kFmhaV2ValueColumns);
+    t.unsplit_ctas += b * tiles * slices;
+    t.unsplit_slices = slices;
+    t.unsplit_flops += b * pairs * g.heads * tiles * kLatentRows / rows * (slices * 2 * (g.r + g.d_r) + 2 * g.r);
     t.unsplit_bytes += b * tiles * cta_bytes;
     t.unsplit_longest_bytes = std::max(t.unsplit_longest_bytes, cta_bytes);
     // The split launch: this group's key blocks; FlashMLA pads every sequence to the most query tiles.

@@ -94,7 +94,7 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
     const std::string prefix = "kernels." + name;
     only_keys(k, where, prefix,
               {"fixed_s", "per_sequence_s", "fixed_fp8_cache_s", "per_sequence_fp8_cache_s", "per_sequence_mmha_s", "eta_compute", "eta_compute_fp8", "eta_compute_fp8_tensor",
-               "eta_compute_mmha", "eta_memory", "memory_reach", "l2_speedup", "per_cta_s", "serial_memory", "per_sequence_overlapped", "per_cta_overlapped", "split_kv", "rows"});
+               "eta_compute_mmha", "eta_memory", "memory_reach", "l2_speedup", "per_cta_s", "serial_memory", "per_sequence_overlapped", "per_cta_overlapped", "split_kv", "resident_ctas", "solo_share", "rows"});
     for (const char* key : {"fixed_s", "per_sequence_s", "eta_compute", "eta_memory", "rows"})
       if (!k.contains(key)) fail_key(where, prefix + "." + key, "(absent)", "required for every kernel family");
     KernelEfficiency e;
@@ -139,6 +139,19 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
     flag("per_cta_overlapped", e.cta_overlap);
     e.rows = count(k["rows"], where, prefix + ".rows");
     flag("split_kv", e.split_kv);
+    // Optional, latent attention's unsplit launch: 1 and 1 where absent. A whole number of blocks per
+    // SM, and a lone block's share from 1/resident_ctas (no slower than its share beside the others) to 1.
+    if (k.contains("resident_ctas") || k.contains("solo_share")) {
+      if (!is_latent_attention(*f)) {
+        const char* given = k.contains("resident_ctas") ? "resident_ctas" : "solo_share";
+        fail_key(where, prefix + "." + given, show_json(k[given]), "only the latent attention families (absorbed_decode, sparse_decode) have an unsplit launch");
+      }
+      if (k.contains("resident_ctas")) {
+        e.resident_ctas = number(k["resident_ctas"], where, prefix + ".resident_ctas", 1, 64, false);
+        if (std::floor(e.resident_ctas) != e.resident_ctas) fail_key(where, prefix + ".resident_ctas", show_json(k["resident_ctas"]), "expected a whole number of blocks per SM");
+      }
+      if (k.contains("solo_share")) e.solo_share = number(k["solo_share"], where, prefix + ".solo_share", 1 / e.resident_ctas, 1, false);
+    }
     p.kernels[static_cast<std::size_t>(*f)] = e;
   }
   return p;
@@ -155,8 +168,9 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
       "t = launches·(fixed_s + sequences·per_sequence_s + ceil(CTAs / SMs)·per_cta_s) (GQA decode over an fp8 KV cache on a Hopper GPU, TensorRT-LLM's QGMMA and fp8-cache MMHA kernels: fixed_fp8_cache_s and per_sequence_fp8_cache_s where given; the prefill families' pair, TensorRT-LLM's fp8 context kernels, times only the measurement rows that ran them; TensorRT-LLM's MMHA decode kernel over a bf16 cache: per_sequence_mmha_s where given) + max(F / (peak·eta_compute·w) (fp8 kernels: the fp8 peak·eta_compute_fp8 where given, per-tensor-scaled fp8 GEMMs eta_compute_fp8_tensor where given; TensorRT-LLM's MMHA decode kernel, on CUDA cores: F / (the GPU's non-tensor FP32 peak·eta_compute_mmha·w) where given, without the F_cta term), B / (bandwidth·eta_memory·w_m) (·l2_speedup where B fits the GPU's L2 in a table timed over one tensor again and again; a step's ops stream from DRAM), F_cta / (peak/SMs·eta_compute)) (GQA decode: B adds, for a split XQA launch, each block's bf16 partial output and fp32 sum and max per query head, 2·group·(head_dim·2 + 8) bytes written and read back; serial_memory true: the F and B terms add, the op's memory pass apart from its compute kernel; per_sequence_overlapped true: launches·sequences·per_sequence_s is a term of that max, not of the fixed cost; per_cta_overlapped true: launches·ceil(CTAs / SMs)·per_cta_s is added to the F term inside the max, not to the fixed cost), "
       "w = CTAs / (ceil(CTAs / SMs)·SMs), w_m = CTAs / (floor(CTAs / SMs)·SMs + max(r, SMs / memory_reach)) with r the last wave's CTAs (1 for whole waves); "
       "latent attention: sequences = those the busiest SM starts, with split_kv true FlashMLA's partition (the SMs cut into floor(SMs / 64-row query tiles) parts, a sequence's 64-key blocks plus 5 dealt over them; B adds each piece of a split sequence's fp32 partial output, written and read back by the combine kernel), "
-      "with split_kv false ceil(CTAs / SMs), one CTA per sequence and 64-head tile walking all its keys, "
-      "B counts every tile's cache read and the time is at least the longest CTA's bytes / (min(1, memory_reach / SMs)·bandwidth·eta_memory); a GPU without its own profile takes its architecture's (else the one over every architecture) "
+      "with split_kv false ceil(CTAs / SMs), fmha_v2's blocks: ceil(512 / 256) = 2 per sequence and 64-head tile, one per half of the value columns, each walking all its keys and computing the tile's whole Q·Kᵀ "
+      "(F = 2·(2·(r + d_r)) + 2·r per head, query and key), B counts every tile's cache read once, "
+      "w = CTAs / (SMs·((waves − 1)·resident_ctas + max(1 / solo_share, ceil(c / SMs)))) over waves of resident_ctas·SMs blocks, c the last wave's (resident_ctas and solo_share 1 where absent: w as above), and the time is at least the longest CTA's bytes / (min(1, memory_reach / SMs)·bandwidth·eta_memory); a GPU without its own profile takes its architecture's (else the one over every architecture) "
       "with its own datasheet peak, bandwidth and SM count, and for latent decode the split_kv of the kernel TensorRT-LLM runs on its "
       "architecture (Hopper and Blackwell true, Ampere and Ada false) where that profile's differs";
   j["fitted_on"] = nlohmann::ordered_json::array();
@@ -192,6 +206,10 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
       if (k->cta_overlap) e["per_cta_overlapped"] = true;
       // Written for the latent attention families, where it changes the time.
       if (is_latent_attention(static_cast<KernelFamily>(i))) e["split_kv"] = k->split_kv;
+      if (k->resident_ctas != 1 || k->solo_share != 1) {
+        e["resident_ctas"] = k->resident_ctas;
+        e["solo_share"] = k->solo_share;
+      }
       e["rows"] = k->rows;
     }
   return j;

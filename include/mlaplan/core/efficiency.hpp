@@ -141,6 +141,18 @@ struct KernelEfficiency {
   // of the two on a GPU's own rows; a profile fitted on other GPUs takes the kernel of the GPU it
   // times where TensorRT-LLM's dispatch says which (latent_decode_splits_keys).
   bool split_kv = true;
+  // Latent attention's unsplit launch only (split_kv false): how many of its thread blocks one SM runs
+  // at once, and the share of a full SM's rate (at eta_compute) a block alone on its SM reaches, from
+  // 1/resident_ctas (no faster alone than beside the others) to 1. fmha_v2's tiled kernel on sm80 runs
+  // four warps a block, each holding its 64 x 256 fp32 output tile in registers (128 a thread;
+  // fused_multihead_attention_v2 kernel traits for 576/512, fmha_v2 setup.py@010669f8
+  // enumerate_hmma_flash_kernels_base), so about two blocks share an SM, and one warp per scheduler
+  // hides latency poorly alone. A100's table shows both: the time over blocks is flat to 108 blocks
+  // (the SMs), 1.44x at 128, 2.45x at 256 and 26.7x at 4,096 (8,192 keys). Fitted on a GPU's own rows
+  // (A100: 2 and 0.7); 1 and 1 (resident_wave_efficiency is wave_efficiency) where the rows do not
+  // show it or the family's kernel splits.
+  double resident_ctas = 1;
+  double solo_share = 1;
   std::int64_t rows = 0;    // measurements it was fitted on
   bool operator==(const KernelEfficiency&) const = default;
 };
@@ -188,6 +200,14 @@ std::optional<EfficiencyProfile> efficiency_for(const HardwareSpec& hw, const st
 // does not run (AMD). A profile fitted on other GPUs (an architecture's, or the one over all) takes
 // this GPU's kernel in efficiency_for, and the transfer predicts a left-out GPU with it.
 std::optional<bool> latent_decode_splits_keys(const HardwareSpec& hw);
+// Whether TensorRT-LLM's MLA generation kernel reads an fp8 latent cache as fp8 on a GPU. An fp8 cache
+// under MLA turns on its fp8 generation MLA (NVIDIA/TensorRT-LLM cpp/tensorrt_llm/thop/attentionOp.cpp
+// @eea41b73:706), which initialize() allows on sm89, 90, 100, 103, 120 and 121 only (cpp/tensorrt_llm/
+// common/attentionOp.cpp@eea41b73:2572-2578), the GPUs with fp8 tensor cores. On sm80 it runs no fp8
+// MLA generation: A100's table (validate/published/a100-80gb) times its "fp8" rows within 5% of the
+// bf16 ones on 98% of 1,448 pairs, up to 131,072 keys, where an fp8 read would take half the time, so
+// they are timed reading bf16. nullopt where TensorRT-LLM does not run (AMD).
+std::optional<bool> latent_decode_reads_fp8_cache(const HardwareSpec& hw);
 // A latent decode family fitted on other GPUs, as it times `hw`'s launches: with the kernel `hw` runs
 // (latent_decode_splits_keys) where that is known. Whether that changed it.
 bool take_gpu_latent_kernel(const HardwareSpec& hw, KernelEfficiency& k);
@@ -221,6 +241,14 @@ double wave_efficiency(double ctas, double sms);
 // times an SM's share of the bandwidth: ctas / (⌊ctas/sms⌋·sms + max(r, sms/reach)), r the last
 // wave's blocks (1 when the waves are whole or either count is unknown; reach 1 gives wave_efficiency).
 double memory_wave_efficiency(double ctas, double sms, double reach);
+// The wave efficiency of `ctas` thread blocks on `sms` SMs when each SM runs up to `resident` of them
+// at once, together at a full SM's rate, and a block alone on its SM at `solo` of it
+// (KernelEfficiency::resident_ctas, solo_share): ctas / (sms·Σ 1/f(n)), over the waves of
+// resident·sms blocks, n the blocks the wave's busiest SM runs and f(n) = min(solo, 1/n) each one's
+// share of its SM. resident 1 and solo 1 give wave_efficiency. A100's 8,192-key table, in multiples of
+// one sequence's time at 2 and 0.7: 128 blocks 1.40 (measured 1.44), 256 2.40 (2.45), 512 3.80 (3.93),
+// 4,096 26.6 (26.7).
+double resident_wave_efficiency(double ctas, double sms, double resident, double solo);
 // The thread blocks an op's launch runs on `sms` SMs: its tiles, times the split-K slices a GEMM
 // with fewer tiles than SMs splits its reduction into (at most tiling.split_k); a GQA decode kernel
 // (tiling.decode_kernel) splits each sequence into tiling.split_k blocks cut to about

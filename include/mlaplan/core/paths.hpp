@@ -82,14 +82,18 @@ struct Tiling {
   double xqa_partial_bytes = 0;
   double mmha_ctas = 0;
   double mmha_key_tiles = 1;
-  // Latent attention without split-KV (a kernel that gives each sequence and 64-head tile one thread
-  // block walking all its keys: TensorRT-LLM's MLA generation on sm80 and sm89, fmha_v2's tiled kernel,
-  // latent_decode_splits_keys): that launch's CTAs, the bytes they read together (each head tile
-  // reads its sequence's cache), and the longest CTA's bytes. 0: the op has no such alternative.
-  // fmha_v2 gives each tile ⌈512 / 256⌉ = 2 blocks, one per half of the value columns, each computing
-  // the tile's whole Q·Kᵀ (fused_multihead_attention_v2.h@06255cb7:345-351); modelled so, without a
-  // term for two blocks sharing an SM, A100's in-table error rose from 7.3% to 19.9%: not modelled.
+  // Latent attention without split-KV (a kernel that walks all of a sequence's keys in each block:
+  // TensorRT-LLM's MLA generation on sm80 and sm89, fmha_v2's tiled kernel, latent_decode_splits_keys):
+  // that launch's CTAs, its FLOPs, the bytes they read together (each head tile reads its sequence's
+  // cache), and the longest CTA's bytes. 0: the op has no such alternative. fmha_v2 gives each
+  // sequence and 64-head tile ⌈r / kFmhaV2ValueColumns⌉ blocks (2 for r = 512), one per slice of the
+  // value columns, each computing the tile's whole Q·Kᵀ (fused_multihead_attention_v2.h@06255cb7:
+  // 345-351): 2·(2·(r + d_r)) + 2·r FLOPs per head, query and key, 1.53x the absorbed op's. The two
+  // blocks of a tile start together and read the same keys: the cache is counted once per tile (the
+  // second read from the L2). Its blocks share SMs (KernelEfficiency::resident_ctas).
   double unsplit_ctas = 0;
+  double unsplit_slices = 1;  // ... blocks per sequence and head tile (the value slices)
+  double unsplit_flops = 0;
   double unsplit_bytes = 0;
   double unsplit_longest_bytes = 0;
   // Latent attention's split launch as FlashMLA schedules it (latent_partition in efficiency.hpp):
@@ -103,6 +107,9 @@ struct Tiling {
   // already count its split partials, kv_splits > 1).
   double latent_partial_bytes = 0;
 };
+
+// The value columns one block of fmha_v2's tiled MLA generation kernel computes (Tiling::unsplit_ctas).
+inline constexpr double kFmhaV2ValueColumns = 256;
 
 // TensorRT-LLM's decode attention (NVIDIA/TensorRT-LLM; the aiconfigurator tables that fit the
 // attention_decode family time its op with JIT XQA on, collector/trtllm/collect_attn.py@d2237d72:44-47).
