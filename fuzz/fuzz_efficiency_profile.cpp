@@ -29,25 +29,35 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                            again.kernels[f]->eta_compute_fp8_tensor != p.kernels[f]->eta_compute_fp8_tensor ||
                            again.kernels[f]->eta_compute_mmha != p.kernels[f]->eta_compute_mmha ||
                            again.kernels[f]->resident_ctas != p.kernels[f]->resident_ctas || again.kernels[f]->solo_share != p.kernels[f]->solo_share ||
-                           p.kernels[f]->solo_share * p.kernels[f]->resident_ctas < 1 ||
+                           p.kernels[f]->solo_share < 1 / p.kernels[f]->resident_ctas ||
                            again.kernels[f]->fixed_fp8_cache.has_value() != p.kernels[f]->fixed_fp8_cache.has_value() ||
                            again.kernels[f]->fixed_fp8_cache.has_value() != again.kernels[f]->per_sequence_fp8_cache.has_value()))
         __builtin_trap();
-    const Roofline rf = roofline_for(h100, DType::bf16, p);
-    const Roofline sol = speed_of_light(rf);
-    Workload w;
-    w.groups = {SequenceGroup{8, 1, 4096}, SequenceGroup{1, 300, 1000}};
-    w.projections = true;
-    for (PathKind k : paths_for(m))
-      for (const Op& op : mla_path(m, w, k)) {
-        Op tensor = op, cache = op;
-        tensor.fp8 = tensor.fp8_per_tensor = true;
-        cache.fp8_cache = true;
-        for (const Op& o : {op, tensor, cache}) {
-          const OpTime t = op_time(o, rf);
-          if (!std::isfinite(t.time.value) || t.time.value < op_time(o, sol).time.value * (1 - 1e-12)) __builtin_trap();
+    // The profile as written, and with its latent families' split-KV flipped (the unsplit launch, its
+    // resident blocks, where the profile splits).
+    const EfficiencyProfile flipped = [&p] {
+      EfficiencyProfile q = p;
+      for (std::size_t f = 0; f < q.kernels.size(); ++f)
+        if (q.kernels[f] && is_latent_attention(static_cast<KernelFamily>(f))) q.kernels[f]->split_kv = !q.kernels[f]->split_kv;
+      return q;
+    }();
+    for (const EfficiencyProfile* prof : {&p, &flipped}) {
+      const Roofline rf = roofline_for(h100, DType::bf16, *prof);
+      const Roofline sol = speed_of_light(rf);
+      Workload w;
+      w.groups = {SequenceGroup{8, 1, 4096}, SequenceGroup{1, 300, 1000}};
+      w.projections = true;
+      for (PathKind k : paths_for(m))
+        for (const Op& op : mla_path(m, w, k)) {
+          Op tensor = op, cache = op;
+          tensor.fp8 = tensor.fp8_per_tensor = true;
+          cache.fp8_cache = true;
+          for (const Op& o : {op, tensor, cache}) {
+            const OpTime t = op_time(o, rf);
+            if (!std::isfinite(t.time.value) || t.time.value < op_time(o, sol).time.value * (1 - 1e-12)) __builtin_trap();
+          }
         }
-      }
+    }
   } catch (const InputError&) {
   }
   return 0;

@@ -645,25 +645,34 @@ TEST_CASE("resident blocks: an SM runs several of the unsplit launch's blocks at
   CHECK(resident_wave_efficiency(512, 108, 2, 0.7) == Approx(512.0 / (108 * (4 + 1 / 0.7))));
   // 4,096: 18 full waves, then 208 (two on the busiest SM): 4,096 / (108 · 38).
   CHECK(resident_wave_efficiency(4096, 108, 2, 0.7) == Approx(4096.0 / (108 * 38)));
-  // In multiples of one block's time (F ∝ blocks, time ∝ blocks / w): A100's 8,192-key table reads 1.44,
-  // 2.45, 3.93 and 26.7 at these counts; the model 1.40, 2.40, 3.80, 26.6.
+  // In multiples of one block's time (F ∝ blocks, time ∝ blocks / w): A100's 8,192-key table at 128
+  // heads reads 1.42, 2.45, 3.83 and 26.7 at these counts; the model 1.40, 2.40, 3.80, 26.6.
   auto rel = [](double c) { return (c / resident_wave_efficiency(c, 108, 2, 0.7)) / (64 / resident_wave_efficiency(64, 108, 2, 0.7)); };
   CHECK(rel(128) == Approx(1.4));
   CHECK(rel(256) == Approx(2.4));
   CHECK(rel(512) == Approx(3.8));
   CHECK(rel(4096) == Approx(26.6));
-  // Properties: resident 1 and solo 1 are the plain waves; never above 1; a lone block's share only
-  // speeds the launch up; more resident blocks never slow whole waves.
+  // Properties: resident 1 and solo 1 are the plain waves; a launch of at most one block per SM runs
+  // each at solo of its SM; at solo = 1/resident an SM's blocks share it evenly, so w is the plain
+  // waves of resident·SMs slots; a lone block's share only speeds the launch up; never above 1;
+  // values outside a profile's ranges are clamped to them.
   for (double sms : {78.0, 108.0, 132.0})
     for (double c = 1; c <= 5 * sms; ++c) {
       INFO(sms << " SMs, " << c << " CTAs");
       CHECK(resident_wave_efficiency(c, sms, 1, 1) == Approx(wave_efficiency(c, sms)));
       for (double rc : {2.0, 3.0, 4.0}) {
-        const double lo = resident_wave_efficiency(c, sms, rc, 1 / rc), hi = resident_wave_efficiency(c, sms, rc, 1);
-        CHECK(lo <= resident_wave_efficiency(c, sms, rc, 0.6 + 0.4 / rc) + 1e-12);
-        CHECK(resident_wave_efficiency(c, sms, rc, 0.6 + 0.4 / rc) <= hi + 1e-12);
+        const double solo = 0.6 + 0.4 / rc;
+        if (c <= sms) CHECK(resident_wave_efficiency(c, sms, rc, solo) == Approx(c * solo / sms));
+        CHECK(resident_wave_efficiency(c, sms, rc, 1 / rc) == Approx(wave_efficiency(c, rc * sms)));
+        const double lo = resident_wave_efficiency(c, sms, rc, 1 / rc), mid = resident_wave_efficiency(c, sms, rc, solo),
+                     hi = resident_wave_efficiency(c, sms, rc, 1);
+        CHECK(lo <= mid + 1e-12);
+        CHECK(mid <= hi + 1e-12);
         CHECK(hi <= 1 + 1e-12);
+        CHECK(resident_wave_efficiency(c, sms, rc, 5) == Approx(hi));
+        CHECK(resident_wave_efficiency(c, sms, rc, 0) == Approx(lo));
       }
+      CHECK(resident_wave_efficiency(c, sms, 0, 0.5) == Approx(wave_efficiency(c, sms)));
     }
   // In calibrated time: DeepSeek-V3 at 128 heads, 64 sequences of 8,192 keys on 108 SMs, the unsplit
   // launch: 64 · 2 tiles · 2 blocks = 256; at 2 resident and 0.7 a full wave of 216 (2 on every SM),

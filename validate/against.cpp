@@ -340,8 +340,11 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
         // Where rows run the unsplit latent launch, the blocks one SM runs at once (1 to 4) and a lone
         // block's share of its SM, searched with η_c (which trades against both: the full SM's rate
         // against a lone block's), the others held; then the efficiencies again: twice.
+        // A pass that leaves the rows explained worse than before it is undone, as below.
         for (int pass = 0; unsplit_rows(split) && pass < 2; ++pass) {
-          double best_occ = loss_of(f);
+          const GpuKernelFit before = f;
+          const double before_loss = loss_of(f), before_resident = resident, before_solo = solo;
+          double best_occ = before_loss;
           for (const double rc : {1.0, 2.0, 3.0, 4.0}) {
             auto with = [&](const std::vector<double>& p) {
               GpuKernelFit g = f;
@@ -354,6 +357,10 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
             if (const double l = loss_of(with(s)); l < best_occ) best_occ = l, resident = rc, solo = s[0];
           }
           efficiencies();
+          if (loss_of(f) > before_loss) {
+            f = before, resident = before_resident, solo = before_solo;
+            break;
+          }
         }
         // The cost per CTA with the other two costs and η_c, which it trades against (both slow the
         // short prompts' many small CTAs), the memory terms held; then the efficiencies again: twice

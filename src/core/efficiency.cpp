@@ -152,6 +152,9 @@ double wave_efficiency(double ctas, double sms) {
 
 double resident_wave_efficiency(double ctas, double sms, double resident, double solo) {
   if (!(ctas > 0) || !(sms > 0)) return 1;
+  // A whole number of blocks from 1, a lone block's share within [1/resident, 1] (as profiles are read).
+  resident = std::max(1.0, std::floor(resident));
+  solo = std::clamp(solo, 1 / resident, 1.0);
   const double slots = resident * sms, waves = std::ceil(ctas / slots), last = ctas - (waves - 1) * slots;
   // Each full wave: `resident` blocks on every SM, each at 1/resident of it; the last wave's busiest SM
   // runs n of them, each at min(solo, 1/n).

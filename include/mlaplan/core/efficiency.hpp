@@ -136,7 +136,8 @@ struct KernelEfficiency {
   double l2_speedup = 1;
   // Latent attention only: whether the kernel splits a sequence's keys over thread blocks to fill the
   // SMs (FlashMLA, FlashInfer, TensorRT-LLM on Hopper and Blackwell) or gives each sequence and head
-  // tile one block that walks all its keys (TensorRT-LLM 1.0's generation MLA on the A100, whose
+  // tile blocks that walk all its keys (fmha_v2's two, one per half of the value columns:
+  // Tiling::unsplit_ctas; TensorRT-LLM 1.0's generation MLA on the A100, whose
   // table's batch-1 time grows with the keys at 0.12 µs each whatever the heads). Fitted: the better
   // of the two on a GPU's own rows; a profile fitted on other GPUs takes the kernel of the GPU it
   // times where TensorRT-LLM's dispatch says which (latent_decode_splits_keys).
@@ -148,7 +149,8 @@ struct KernelEfficiency {
   // fused_multihead_attention_v2 kernel traits for 576/512, fmha_v2 setup.py@010669f8
   // enumerate_hmma_flash_kernels_base), so about two blocks share an SM, and one warp per scheduler
   // hides latency poorly alone. A100's table shows both: the time over blocks is flat to 108 blocks
-  // (the SMs), 1.44x at 128, 2.45x at 256 and 26.7x at 4,096 (8,192 keys). Fitted on a GPU's own rows
+  // (the SMs), then at 128 heads and 8,192 keys 1.42x at 128 blocks, 2.45x at 256, 3.83x at 512 and
+  // 26.7x at 4,096 (batch 32, 64, 128 and 1,024). Fitted on a GPU's own rows
   // (A100: 2 and 0.7); 1 and 1 (resident_wave_efficiency is wave_efficiency) where the rows do not
   // show it or the family's kernel splits.
   double resident_ctas = 1;
@@ -245,9 +247,10 @@ double memory_wave_efficiency(double ctas, double sms, double reach);
 // at once, together at a full SM's rate, and a block alone on its SM at `solo` of it
 // (KernelEfficiency::resident_ctas, solo_share): ctas / (sms·Σ 1/f(n)), over the waves of
 // resident·sms blocks, n the blocks the wave's busiest SM runs and f(n) = min(solo, 1/n) each one's
-// share of its SM. resident 1 and solo 1 give wave_efficiency. A100's 8,192-key table, in multiples of
-// one sequence's time at 2 and 0.7: 128 blocks 1.40 (measured 1.44), 256 2.40 (2.45), 512 3.80 (3.93),
-// 4,096 26.6 (26.7).
+// share of its SM. resident 1 and solo 1 give wave_efficiency; values outside a profile's ranges are
+// clamped to them (resident a whole number from 1, solo within [1/resident, 1]), so w ≤ 1. A100's 8,192-key table, in multiples of
+// one sequence's 4 blocks' compute time at 128 heads, at 2 and 0.7: 128 blocks 1.40 (measured 1.42), 256
+// 2.40 (2.45), 512 3.80 (3.83), 4,096 26.6 (26.7); at the fitted 0.68 1.35, 2.35, 3.71 and 25.7.
 double resident_wave_efficiency(double ctas, double sms, double resident, double solo);
 // The thread blocks an op's launch runs on `sms` SMs: its tiles, times the split-K slices a GEMM
 // with fewer tiles than SMs splits its reduction into (at most tiling.split_k); a GQA decode kernel
@@ -281,13 +284,14 @@ LaunchShape launch_shape(const Tiling& t, double sms);
 // (its metadata kernel would divide by zero; later versions clamp to one part, every CTA walking every
 // sequence, a case no engine sends it: a prompt absorbed whole); the model takes such a launch, and
 // one of a kernel that does not split keys (split_kv false), as each sequence's tiles being CTAs of
-// their own, in waves, the busiest SM starting ⌈CTAs / SMs⌉ of them.
-// Either way the cost is per sequence one SM starts, so one fit over split and unsplit kernels'
-// rows (the profile over every architecture) holds one quantity.
+// their own (fmha_v2's: each tile's value slices, Tiling::unsplit_slices), in waves, the busiest SM
+// starting ⌈CTAs / SMs⌉ of them. So t_seq is paid per piece a split kernel's fullest part starts and
+// per block an unsplit kernel's busiest SM starts (two per head tile for fmha_v2): one fit over both
+// kinds of rows (the profile over every architecture) holds one cost per thing an SM starts.
 inline constexpr double kLatentOverheadBlocks = 5;  // FIXED_OVERHEAD_NUM_BLOCKS
 struct LatentPartition {
   double parts = 0;    // ⌊SMs / m-tiles⌋ (0: no part)
-  double ctas = 0;     // parts · m-tiles (no part: every sequence's own tiles, Tiling::unsplit_ctas)
+  double ctas = 0;     // parts · m-tiles (no part: every sequence's own tiles, or fmha_v2's blocks)
   double payload = 0;  // blocks (overheads counted) dealt to a part
   double pieces = 0;   // sequences or pieces of one the fullest part (or the busiest SM) starts
   double split_pieces = 0;  // pieces of split sequences over all parts: each a partial output to combine
@@ -297,7 +301,8 @@ std::optional<LatentPartition> latent_partition(const Tiling& t, double sms, boo
 
 // Time of an op under a family's parameters on a GPU of `peak` FLOP/s (the op's own: fp8 for fp8
 // ops), `bandwidth` and `sms` SMs. A latent attention op under a family with split_kv false runs its
-// unsplit launch: w from its CTAs, the bytes every CTA reads, and no faster than its longest CTA at
+// unsplit launch: its FLOPs (Tiling::unsplit_flops), w from its CTAs and the blocks an SM runs at once
+// (resident_wave_efficiency), the bytes every head tile reads, and no faster than its longest CTA at
 // what one CTA streams, B_cta / (min(1, reach/SMs)·bandwidth·η_m). A latent attention op pays t_seq
 // for the sequences the busiest SM starts (latent_partition), not for the batch's.
 // The compute and memory terms combined: their max with the CTAs' SM time on the compute side, or
