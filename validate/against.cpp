@@ -860,7 +860,7 @@ Value stat_or_null(const ErrorStats& s, double ErrorStats::*field) { return s.n 
 std::string split_text(const GpuKernelFit& f) {
   if (f.kernel != kDecode) return "-";
   if (f.eff.split_kv) return "yes";
-  if (f.eff.resident_ctas == 1 && f.eff.solo_share == 1) return "no";
+  if (!f.eff.shares_sms()) return "no";
   return fmt::format("no ({} blocks an SM, one alone at {:.2f} of it)", f.eff.resident_ctas, f.eff.solo_share);
 }
 
@@ -907,7 +907,7 @@ nlohmann::ordered_json fit_json(const GpuKernelFit& f) {
   if (f.eff.sequences_overlap) j["per_sequence_overlapped"] = true;
   if (f.eff.cta_overlap) j["per_cta_overlapped"] = true;
   if (f.kernel == kDecode) j["split_kv"] = f.eff.split_kv;
-  if (f.eff.resident_ctas != 1 || f.eff.solo_share != 1) j["resident_ctas"] = f.eff.resident_ctas, j["solo_share"] = f.eff.solo_share;
+  if (f.eff.shares_sms()) j["resident_ctas"] = f.eff.resident_ctas, j["solo_share"] = f.eff.solo_share;
   j["rows"] = f.eff.rows;
   return j;
 }

@@ -279,8 +279,10 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   double compute = 0;
   if (computes_on_cuda_cores(k, launch.mmha, cuda_core_peak)) {
     // MMHA: every query head's FLOPs on CUDA cores (no tensor-core tiles, so no padding).
-    compute = op.flops.value / (cuda_core_peak.value * *k.eta_compute_mmha * t.waves);
+    t.flops = op.flops.value;
+    compute = t.flops / (cuda_core_peak.value * *k.eta_compute_mmha * t.waves);
   } else {
+    t.flops = flops;
     compute = flops / (peak.value * eta_c * t.waves);
     if (tl.longest_cta_flops > 0 && sms > 0) compute = std::max(compute, tl.longest_cta_flops / (peak.value / sms * eta_c));
   }

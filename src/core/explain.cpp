@@ -448,14 +448,13 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                                      k.split_kv ? " (more query tiles than SMs: no FlashMLA part, each sequence's tiles CTAs of their own)" : " (a kernel that does not split keys)");
     }
     const LaunchCosts costs = launch_costs(k, op.fp8_cache, launch.mmha);
-    const double ctas = unsplit ? tl.unsplit_ctas : launch.ctas, w = counted.waves;
-    const double wm = memory_wave_efficiency(ctas, rf.sms, k.memory_reach);
-    const double flops = unsplit ? tl.unsplit_flops : tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
+    const double ctas = unsplit ? tl.unsplit_ctas : launch.ctas, w = counted.waves, wm = counted.memory_waves;
+    const double flops = counted.flops;
     const double bytes = counted.bytes;
     // The compute and memory terms, each with its longest-CTA bound where it has one: their max, or
     // (serial_memory) the max of each, added.
     // The unsplit launch's w counts the blocks one SM runs at once (resident_wave_efficiency).
-    const bool resident = unsplit && (k.resident_ctas != 1 || k.solo_share != 1);
+    const bool resident = unsplit && k.shares_sms();
     std::vector<std::string> cf{cat("F", unsplit ? " (padded tiles, Q·Kᵀ once per block's value columns)" : tl.padded_flops > 0 ? " (padded tiles)" : "", " / (",
                                     at_fp8 ? "peak_fp8" : "peak", " · η_c · w",
                                     resident ? cat(" at ", plain(k.resident_ctas), " blocks an SM, one alone at ", plain(k.solo_share), " of it") : "", ")")};
@@ -467,7 +466,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     if (cuda_cores) {
       // MMHA on CUDA cores: the FLOPs at the FP32 peak, unpadded, no longest-CTA bound.
       cf = {"F / (peak_fp32 · η_mmha · w)"};
-      cv = {cat(num(op.flops.value), " / (", si(rf.peak_cuda_core.value, "FLOP/s"), " · ", plain(*k.eta_compute_mmha), " · ", plain(w), ")")};
+      cv = {cat(num(counted.flops), " / (", si(rf.peak_cuda_core.value, "FLOP/s"), " · ", plain(*k.eta_compute_mmha), " · ", plain(w), ")")};
     } else if (tl.longest_cta_flops > 0 && rf.sms > 0) {
       cf.push_back(cat("F_cta / (", at_fp8 ? "peak_fp8" : "peak", " / SMs · η_c)"));
       cv.push_back(cat(num(tl.longest_cta_flops), " / (", si(peak.value, "FLOP/s"), " / ", num(rf.sms), " · ", plain(eta_c), ")"));

@@ -206,7 +206,7 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
       if (k->cta_overlap) e["per_cta_overlapped"] = true;
       // Written for the latent attention families, where it changes the time.
       if (is_latent_attention(static_cast<KernelFamily>(i))) e["split_kv"] = k->split_kv;
-      if (k->resident_ctas != 1 || k->solo_share != 1) {
+      if (k->shares_sms()) {
         e["resident_ctas"] = k->resident_ctas;
         e["solo_share"] = k->solo_share;
       }

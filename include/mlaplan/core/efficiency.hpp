@@ -155,6 +155,8 @@ struct KernelEfficiency {
   // show it or the family's kernel splits.
   double resident_ctas = 1;
   double solo_share = 1;
+  // Whether the unsplit launch's blocks share SMs as fitted (either value off its default).
+  bool shares_sms() const { return resident_ctas != 1 || solo_share != 1; }
   std::int64_t rows = 0;    // measurements it was fitted on
   bool operator==(const KernelEfficiency&) const = default;
 };
@@ -315,6 +317,7 @@ struct CalibratedTime {
   Seconds blocks{0};   // sequences_overlap: launches·sequences·t_seq, a term of the max (else 0)
   Seconds compute{0};  // F / (peak·η_c·w), or the longest CTA where that is longer
   Seconds memory{0};   // B / (bandwidth·η_m·w_m), over l2_speedup where the op's own bytes fit the L2 (fits_l2)
+  double flops = 0;    // F: the op's FLOPs, its padded tiles', or its unsplit launch's (MMHA: the op's, unpadded)
   double bytes = 0;    // B: the op's bytes, or its unsplit launch's, with a split launch's partial outputs
   Seconds ctas{0};     // cta_overlap: launches·cta_waves·t_cta, added to compute inside the max (else 0)
   double waves = 1;    // w
