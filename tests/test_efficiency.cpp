@@ -163,6 +163,14 @@ TEST_CASE("GQA decode runs TensorRT-LLM's dispatch: XQA's multi-block count, els
   CHECK_FALSE(launch_shape(t, 132).mmha);
   t.xqa_gain_blocks = 32.5;
   CHECK(launch_shape(t, 132).mmha);
+  // Over an fp8 cache XQA runs however few its blocks (MMHA does not take an E4M3 cache under 16-bit
+  // queries): the 8 blocks of 16 CTAs each, not 64 MMHA blocks.
+  t.xqa_fp8_cache = true;
+  l = launch_shape(t, 132);
+  CHECK_FALSE(l.mmha);
+  CHECK(l.ctas == 8 * 16);
+  CHECK(l.sequences == 8);
+  t.xqa_fp8_cache = false;
   // A head group without an XQA kernel (1, or more than 32) runs MMHA however many blocks.
   t.xqa_gain_blocks = 1e6;
   CHECK_FALSE(launch_shape(t, 132).mmha);
@@ -386,6 +394,85 @@ TEST_CASE("A split XQA launch writes its blocks' partial outputs and reads them 
   CHECK(attention(standard_path(l, w)).tiling.xqa_partial_bytes == 4224);
 }
 
+TEST_CASE("A split XQA launch's longest block walks its share of the keys", "[efficiency][example]") {
+  // Llama-3.1-70B at TP 8: 8 query heads over one KV head. One sequence of 131,072 keys: XQA (1 x 1 x
+  // 1,024 x 4 >= 132 SMs), 1,024 blocks of 128 keys cut to round(sqrt(8,192)) = 91, one wave. The
+  // tile's FLOPs, 8 x 131,072 x 2 x (128 + 128) = 536,870,912, are the whole sequence's; each of the
+  // 91 blocks computes 5,899,680.4 of them. At 6.5% of H100's 989.4 TFLOP/s over 132 SMs the longest
+  // block takes 12.1 µs, no longer than the launch's own compute term, F / (peak·η_c·w) with
+  // w = 91 / 132: before the blocks' split was counted it took 91 times that, 1.10 ms, where TensorRT-
+  // LLM's XQA decodes one sequence of 131,072 keys in 46 µs on H100 (aiconfigurator's table).
+  const ModelSpec l = test::model("llama-3.1-70b");
+  Workload w;
+  w.par.tp = 8;
+  w.groups = {SequenceGroup{1, 1, 131071}};
+  const PathPlan plan = standard_path(l, w);
+  const Op* att = plan.find(OpId::attention);
+  REQUIRE(att);
+  REQUIRE(att->tiling.decode_kernel);
+  CHECK(att->tiling.longest_cta_flops == 536870912.0);
+  const LaunchShape shape = launch_shape(att->tiling, 132);
+  REQUIRE_FALSE(shape.mmha);
+  REQUIRE(shape.ctas == 91);
+  CHECK(longest_cta_flops(att->tiling, shape) == Approx(536870912.0 / 91));
+  KernelEfficiency k;
+  k.eta_compute = 0.065;
+  k.eta_memory = 0.8;
+  const FlopsPerSecond peak{989.4e12};
+  const CalibratedTime t = calibrated_time(*att, k, peak, BytesPerSecond{3.35e12}, 132, false, Bytes{0});
+  CHECK(t.compute.value == Approx(536870912.0 / 91 / (989.4e12 / 132 * 0.065)));  // 12.1 µs
+  CHECK(t.compute.value == Approx(att->flops.value / (989.4e12 * 0.065 * wave_efficiency(91, 132))));
+  // Its explanation says so and shows the block's share.
+  EfficiencyProfile prof;
+  prof.name = "test";
+  prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = k;
+  const Roofline rf = roofline_for(load_gpu("h100"), DType::bf16, prof);
+  const ExplainStep e = explain_op_time("attention", *att, rf, op_time(*att, rf));
+  CHECK(e.formula.find("F_cta (its share of the split keys)") != std::string::npos);
+  // One block per sequence (127 keys): the tile's FLOPs, unchanged; an MMHA launch and a prompt's
+  // flash kernel keep theirs too.
+  w.groups = {SequenceGroup{64, 1, 126}};
+  const PathPlan short_plan = standard_path(l, w);
+  const Op* one = short_plan.find(OpId::attention);
+  REQUIRE(one);
+  CHECK(longest_cta_flops(one->tiling, launch_shape(one->tiling, 132)) == one->tiling.longest_cta_flops);
+  Tiling mmha = att->tiling;
+  mmha.xqa_group = false;
+  CHECK(longest_cta_flops(mmha, launch_shape(mmha, 132)) == mmha.longest_cta_flops);
+  Tiling prompt = att->tiling;
+  prompt.decode_kernel = false;
+  CHECK(longest_cta_flops(prompt, launch_shape(prompt, 132)) == prompt.longest_cta_flops);
+}
+
+TEST_CASE("A decode launch's longest block is never longer than its tile, nor shorter than its launch's share", "[efficiency][property]") {
+  // Every bundled GQA/MHA model, TP 1 and 8, batches and lengths where XQA splits and where it
+  // does not: the longest block's FLOPs are at most the tile's and at least the op's FLOPs over the
+  // launch's blocks (each block an equal share).
+  for (const ModelSpec& m : test::all_models()) {
+    if (m.is_mla()) continue;
+    for (const std::int64_t tp : {1, 8}) {
+      if (m.kv_heads % tp != 0 && tp % m.kv_heads != 0) continue;
+      for (const std::int64_t batch : {1, 4, 64, 512})
+        for (const double keys : {2.0, 127.0, 4096.0, 131072.0}) {
+          Workload w;
+          w.par.tp = tp;
+          w.groups = {SequenceGroup{batch, 1, keys - 1}};
+          const PathPlan plan = standard_path(m, w);
+          const Op* att = plan.find(OpId::attention);
+          REQUIRE(att);
+          if (!att->tiling.decode_kernel) continue;
+          for (const double sms : {78.0, 132.0, 148.0}) {
+            const LaunchShape shape = launch_shape(att->tiling, sms);
+            const double longest = longest_cta_flops(att->tiling, shape);
+            INFO(m.name << " tp " << tp << " batch " << batch << " keys " << keys << " SMs " << sms);
+            CHECK(longest <= att->tiling.longest_cta_flops);
+            if (!shape.mmha) CHECK(longest * shape.ctas >= att->flops.value * (1 - 1e-9));
+          }
+        }
+    }
+  }
+}
+
 TEST_CASE("GQA decode's kernel by head group, on every bundled GQA/MHA model", "[efficiency][property]") {
   for (const ModelSpec& m : test::all_models()) {
     if (m.is_mla()) continue;
@@ -427,15 +514,19 @@ TEST_CASE("GQA decode's kernel by head group, on every bundled GQA/MHA model", "
           const double heads = static_cast<double>(b * m.heads);
           CHECK(l.ctas == heads * std::min(std::max(1.0, std::ceil(static_cast<double>(keys) / 128)), std::max(1.0, std::ceil(132 / heads))));
         }
-        // An fp8 cache flags the op for its family's fp8-cache kernel costs and changes nothing else
-        // of its launch; the cache bytes halve.
+        // An fp8 cache flags the op for its family's fp8-cache kernel costs and runs XQA wherever the
+        // head group has a kernel, however few its blocks (else MMHA as over a bf16 cache); the cache
+        // bytes halve.
         Workload w8 = w;
         w8.kv = KvDtype::fp8;
         for (const Op& op : standard_path(m, w8))
           if (op.id == OpId::attention) {
             CHECK(op.fp8_cache);
             CHECK(op.tiling.ctas == att.tiling.ctas);
-            CHECK(launch_shape(op.tiling, 132).ctas == l.ctas);
+            const LaunchShape l8 = launch_shape(op.tiling, 132);
+            CHECK(l8.mmha == !(group > 1 && group <= 32));
+            if (!l.mmha || l8.mmha) CHECK(l8.ctas == l.ctas);
+            else CHECK(l8.ctas == launched_ctas(op.tiling, 132));
             CHECK(op.cache_bytes_read.value == Approx(att.cache_bytes_read.value / 2));
           }
         // A prompt over an fp8 cache runs the context kernel, whose fp8 form is its fp8 efficiency.

@@ -131,6 +131,13 @@ TEST_CASE("GQA attention's grid packs a KV head's query heads into one tile and 
   CHECK(mixed.tiling.sequences == 2 * 2);
   CHECK(mixed.tiling.mmha_key_tiles == 31);
   CHECK(dec.tiling.longest_cta_flops == 8.0 * 4096 * 2 * (128 + 128));
+  CHECK_FALSE(dec.tiling.xqa_fp8_cache);  // a bf16 cache
+  {
+    Workload f = w;
+    f.kv = KvDtype::fp8;
+    f.groups = {SequenceGroup{4, 1, 4095}};
+    CHECK(op_of(standard_path(l, f), OpId::attention).tiling.xqa_fp8_cache);
+  }
   // A speculative step's 3 tokens still run the decode kernel; a prompt the prefill one.
   w.spec_tokens = 2;
   w.groups = {SequenceGroup{4, 3, 4093}};

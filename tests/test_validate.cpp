@@ -888,7 +888,8 @@ TEST_CASE("Against: decode rows over an fp8 cache get their own fixed and per-bl
 TEST_CASE("Against: decode rows give back MMHA's own cost per block, and a block cost in the max", "[validate]") {
   // GQA decode rows on an H100 over a bf16 cache timed by the model itself: 7 µs per launch, 35 ns per
   // XQA block and 10 ns per MMHA block, the blocks' cost a term of the max with the streaming (η_m
-  // 0.85). The fit finds the overlap and both costs.
+  // 0.85), over head groups of 4 and 16 (one group alone cannot tell η_m from a compute term added to
+  // the streaming: both scale with its bytes). The fit finds the overlap and both costs.
   const HardwareSpec h100 = load_gpu("h100");
   KernelEfficiency given;
   given.fixed = Seconds{7e-6};
@@ -900,7 +901,7 @@ TEST_CASE("Against: decode rows give back MMHA's own cost per block, and a block
   int mmha = 0, xqa = 0;
   for (int b : {1, 4, 16, 64, 256, 1024, 2048})
     for (int len : {2, 64, 512, 2048, 8192, 32768})
-      for (auto [heads, kv_heads] : {std::pair{32, 8}, std::pair{16, 4}, std::pair{32, 32}}) {
+      for (auto [heads, kv_heads] : {std::pair{32, 8}, std::pair{64, 4}, std::pair{32, 32}}) {
         const PathPlan plan = gqa_decode_plan(heads, kv_heads, b, len);
         const Op* op = plan.find(OpId::attention);
         REQUIRE(op);
@@ -920,6 +921,46 @@ TEST_CASE("Against: decode rows give back MMHA's own cost per block, and a block
   CHECK(g["t_seq_s"].get<double>() == Approx(35e-9).epsilon(0.15));
   REQUIRE(g.contains("t_seq_mmha_s"));
   CHECK(g["t_seq_mmha_s"].get<double>() == Approx(10e-9).epsilon(0.2));
+  CHECK(g["eta_memory"].get<double>() == Approx(0.85).epsilon(0.05));
+  const auto e = parse_csv(refit.errors);
+  REQUIRE(e.size() == 2);
+  CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit
+}
+
+TEST_CASE("Against: decode rows bound by XQA's compute give back its fraction of the tensor peak", "[validate]") {
+  // GQA decode rows on an H100 timed by the model itself, XQA computing at 6.5% of the tensor peak (the
+  // fraction H100's table gives): a group of 32 over a long cache is bound by it (32 FLOP a byte, 64 TFLOP/s
+  // against 2.8 TB/s), a group of 4 by its bytes. The rows are timed by the launch's compute term
+  // alone, F / (peak·η_c·w), no longest-block bound: single sequences of up to 131,072 keys are split
+  // over XQA's blocks, each computing an equal share of the keys, so the longest block takes no longer
+  // than that term. Timed as one block walking all the keys, it would bound them at up to 91 times it,
+  // and the fit would not give back η_c.
+  const HardwareSpec h100 = load_gpu("h100");
+  KernelEfficiency given;
+  given.fixed = Seconds{8e-6};
+  given.per_sequence = Seconds{35e-9};
+  given.sequences_overlap = true;
+  given.eta_compute = 0.065;
+  given.eta_memory = 0.85;
+  std::string table = "kernel,batch,kv_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us\n";
+  for (int b : {1, 4, 16, 64, 256})
+    for (int len : {512, 2048, 8192, 32768, 131072})
+      for (auto [heads, kv_heads] : {std::pair{32, 8}, std::pair{32, 1}, std::pair{64, 2}}) {
+        const PathPlan plan = gqa_decode_plan(heads, kv_heads, b, len);
+        const Op* found = plan.find(OpId::attention);
+        REQUIRE(found);
+        Op op = *found;
+        op.tiling.longest_cta_flops = 0;
+        const double t = calibrated_time(op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false, Bytes{0})
+                             .time().value;
+        table += fmt::format("attention_decode,{},{},{},{},128,bf16,bf16,{:.6f}\n", b, len, heads, kv_heads, t * 1e6);
+      }
+  Scratch s("against-decode-compute");
+  s.write("t.csv", table);
+  const GemmRefit refit(s, h100, "attention_decode");
+  const nlohmann::json& g = refit.gemm;
+  INFO(g.dump());
+  CHECK(g["eta_compute"].get<double>() == Approx(0.065).epsilon(0.1));
   CHECK(g["eta_memory"].get<double>() == Approx(0.85).epsilon(0.05));
   const auto e = parse_csv(refit.errors);
   REQUIRE(e.size() == 2);

@@ -185,11 +185,16 @@ double launched_ctas(const Tiling& t, double sms) {
 LaunchShape launch_shape(const Tiling& t, double sms) {
   LaunchShape l{launched_ctas(t, sms), t.sequences, false};
   if (!t.decode_kernel || !(t.mmha_ctas > 0) || !(sms > 0)) return l;
-  if (t.xqa_group && kXqaMinBlockFactor * t.xqa_gain_blocks >= sms) return l;
+  if (t.xqa_group && (t.xqa_fp8_cache || kXqaMinBlockFactor * t.xqa_gain_blocks >= sms)) return l;
   l.mmha = true;
   l.sequences = t.mmha_ctas;
   l.ctas = t.mmha_ctas * std::min(t.mmha_key_tiles, std::max(1.0, std::ceil(sms / t.mmha_ctas)));
   return l;
+}
+
+double longest_cta_flops(const Tiling& t, const LaunchShape& l) {
+  if (!t.decode_kernel || l.mmha || !(t.ctas > 0) || !(l.ctas > t.ctas)) return t.longest_cta_flops;
+  return t.longest_cta_flops * t.ctas / l.ctas;
 }
 
 namespace {
@@ -284,7 +289,8 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   } else {
     t.flops = flops;
     compute = flops / (peak.value * eta_c * t.waves);
-    if (tl.longest_cta_flops > 0 && sms > 0) compute = std::max(compute, tl.longest_cta_flops / (peak.value / sms * eta_c));
+    const double longest = longest_cta_flops(tl, launch);
+    if (longest > 0 && sms > 0) compute = std::max(compute, longest / (peak.value / sms * eta_c));
   }
   t.compute = Seconds{compute};
   if (unsplit) {

@@ -467,9 +467,9 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
       // MMHA on CUDA cores: the FLOPs at the FP32 peak, unpadded, no longest-CTA bound.
       cf = {"F / (peak_fp32 · η_mmha · w)"};
       cv = {cat(num(counted.flops), " / (", si(rf.peak_cuda_core.value, "FLOP/s"), " · ", plain(*k.eta_compute_mmha), " · ", plain(w), ")")};
-    } else if (tl.longest_cta_flops > 0 && rf.sms > 0) {
-      cf.push_back(cat("F_cta / (", at_fp8 ? "peak_fp8" : "peak", " / SMs · η_c)"));
-      cv.push_back(cat(num(tl.longest_cta_flops), " / (", si(peak.value, "FLOP/s"), " / ", num(rf.sms), " · ", plain(eta_c), ")"));
+    } else if (const double longest = longest_cta_flops(tl, launch); longest > 0 && rf.sms > 0) {
+      cf.push_back(cat("F_cta", longest < tl.longest_cta_flops ? " (its share of the split keys)" : "", " / (", at_fp8 ? "peak_fp8" : "peak", " / SMs · η_c)"));
+      cv.push_back(cat(num(longest), " / (", si(peak.value, "FLOP/s"), " / ", num(rf.sms), " · ", plain(eta_c), ")"));
     }
     if (unsplit && rf.sms > 0) {
       mf.push_back("B_cta / (min(1, reach / SMs) · bandwidth · η_m)");

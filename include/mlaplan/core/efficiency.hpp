@@ -262,7 +262,8 @@ double launched_ctas(const Tiling& t, double sms);
 // The launch an op runs on `sms` SMs: its thread blocks and the blocks its per-sequence cost is
 // paid for (tiling.sequences; a GQA decode kernel's per block of its grid). A GQA decode op runs
 // TensorRT-LLM's dispatch: XQA where the head group has a kernel and its blocks reach a quarter of
-// the SMs (mayHavePerfGain), else MMHA, one block per query head and sequence, its keys split into
+// the SMs (mayHavePerfGain) or the cache is fp8 (Tiling::xqa_fp8_cache: MMHA does not take an E4M3
+// cache under 16-bit queries), else MMHA, one block per query head and sequence, its keys split into
 // up to one wave (getMaxNumSeqLenTile). MMHA's blocks of one KV head read the same cache: counted
 // once, as L2 serves the repeats.
 struct LaunchShape {
@@ -271,6 +272,11 @@ struct LaunchShape {
   bool mmha = false;
 };
 LaunchShape launch_shape(const Tiling& t, double sms);
+// The FLOPs of the longest thread block of a launch: Tiling::longest_cta_flops, over the blocks a
+// decode kernel splits each sequence's keys into (XQA's multi-block mode gives each of a sequence's
+// blocks an equal share of its keys, decoderXQAImplCommon.h@b35ac1b6:357-392, launched_ctas), so that
+// a long sequence decoded by 45 blocks is not timed as one block walking all 32,768 keys.
+double longest_cta_flops(const Tiling& t, const LaunchShape& l);
 
 // How FlashMLA deals a latent attention launch over the SMs (get_mla_metadata, deepseek-ai/FlashMLA
 // csrc/flash_api.cpp@287061ec:38 and csrc/kernels/get_mla_metadata.cu@287061ec:22-62, constants in

@@ -72,6 +72,14 @@ struct Tiling {
   // per query head and sequence (mmha_ctas), its keys split into at most mmha_key_tiles tiles.
   bool xqa_group = false;
   double xqa_gain_blocks = 0;
+  // Whether the cache is fp8 (E4M3) under 16-bit queries: TensorRT-LLM then runs XQA wherever it has a
+  // kernel for the head group, however few its blocks, "because MMHA does not support this
+  // combination" (DecoderXQARunner::shouldUse, cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/
+  // decoderXQARunner.cpp:82-89, read in the fork Tushar-ml/TensorRT-LLM@2d678d47 and alike in
+  // psa1582/TensorRT-LLM@d8e29dbb; absent from NVIDIA's 1.0.0rc4, 000a01de). H100's table shows it:
+  // 16 and 32 sequences of 2 keys at 32 heads over one KV head take 13.6 µs over a bf16 cache (MMHA,
+  // 512 and 1,024 blocks) and 8.9-9.1 µs over an fp8 one, as 1 sequence does (launch_shape).
+  bool xqa_fp8_cache = false;
   // A split XQA launch (more blocks than KV heads x sequences): each block writes its head group's
   // normalised partial output, bf16 at the head dim, with an fp32 row sum and max per head, and the
   // sequence's last block reads them all back to merge them (no kernel of its own): these bytes per
