@@ -399,7 +399,7 @@ TEST_CASE("A split XQA launch's longest block walks its share of the keys", "[ef
   // 1,024 x 4 >= 132 SMs), 1,024 blocks of 128 keys cut to round(sqrt(8,192)) = 91, one wave. The
   // tile's FLOPs, 8 x 131,072 x 2 x (128 + 128) = 536,870,912, are the whole sequence's; each of the
   // 91 blocks computes 5,899,680.4 of them. At 6.5% of H100's 989.4 TFLOP/s over 132 SMs the longest
-  // block takes 12.1 µs, no longer than the launch's own compute term, F / (peak·η_c·w) with
+  // block takes 12.1 µs, exactly the launch's own compute term, F / (peak·η_c·w) with
   // w = 91 / 132: before the blocks' split was counted it took 91 times that, 1.10 ms, where TensorRT-
   // LLM's XQA decodes one sequence of 131,072 keys in 46 µs on H100 (aiconfigurator's table).
   const ModelSpec l = test::model("llama-3.1-70b");
@@ -429,6 +429,30 @@ TEST_CASE("A split XQA launch's longest block walks its share of the keys", "[ef
   const Roofline rf = roofline_for(load_gpu("h100"), DType::bf16, prof);
   const ExplainStep e = explain_op_time("attention", *att, rf, op_time(*att, rf));
   CHECK(e.formula.find("F_cta (its share of the split keys)") != std::string::npos);
+  // Mixed lengths and the wave cut: the long sequence beside 63 of 128 keys. XQA takes one block count
+  // for the grid, the longest sequence's 91, cut to about 8 waves: 64 x 91 = 5,824 CTAs against 1,056
+  // is 5.52 times, so ⌊91 / 5.52⌋ = 16 blocks a sequence, 1,024 CTAs. The long sequence's blocks each
+  // hold 8,192 keys, 33,554,432 FLOPs, 68.9 µs at 6.5%: the bound, above the launch's compute term
+  // (569,901,056 FLOPs at w = 1,024 / 1,056: 9.1 µs).
+  w.groups = {SequenceGroup{1, 1, 131071}, SequenceGroup{63, 1, 127}};
+  const PathPlan mixed_plan = standard_path(l, w);
+  const Op* mixed = mixed_plan.find(OpId::attention);
+  REQUIRE(mixed);
+  const LaunchShape mixed_shape = launch_shape(mixed->tiling, 132);
+  REQUIRE_FALSE(mixed_shape.mmha);
+  CHECK(mixed_shape.ctas == 1024);
+  CHECK(longest_cta_flops(mixed->tiling, mixed_shape) == 536870912.0 / 16);
+  CHECK(mixed->flops.value == 569901056.0);
+  CHECK(calibrated_time(*mixed, k, peak, BytesPerSecond{3.35e12}, 132, false, Bytes{0}).compute.value == Approx(33554432.0 / (989.4e12 / 132 * 0.065)));
+  // A speculative step's three tokens: one block per sequence and KV head, the tile's FLOPs.
+  w.spec_tokens = 2;
+  w.groups = {SequenceGroup{1, 3, 131069}};
+  const PathPlan spec_plan = standard_path(l, w);
+  const Op* spec = spec_plan.find(OpId::attention);
+  REQUIRE(spec);
+  CHECK(launch_shape(spec->tiling, 132).ctas == spec->tiling.ctas);
+  CHECK(longest_cta_flops(spec->tiling, launch_shape(spec->tiling, 132)) == spec->tiling.longest_cta_flops);
+  w.spec_tokens = 0;
   // One block per sequence (127 keys): the tile's FLOPs, unchanged; an MMHA launch and a prompt's
   // flash kernel keep theirs too.
   w.groups = {SequenceGroup{64, 1, 126}};
@@ -444,10 +468,11 @@ TEST_CASE("A split XQA launch's longest block walks its share of the keys", "[ef
   CHECK(longest_cta_flops(prompt, launch_shape(prompt, 132)) == prompt.longest_cta_flops);
 }
 
-TEST_CASE("A decode launch's longest block is never longer than its tile, nor shorter than its launch's share", "[efficiency][property]") {
+TEST_CASE("A decode launch of one length shares its FLOPs evenly over its blocks", "[efficiency][property]") {
   // Every bundled GQA/MHA model, TP 1 and 8, batches and lengths where XQA splits and where it
-  // does not: the longest block's FLOPs are at most the tile's and at least the op's FLOPs over the
-  // launch's blocks (each block an equal share).
+  // does not: the longest block's FLOPs are at most the tile's, and an XQA launch's blocks times the
+  // longest block's FLOPs are the op's FLOPs (each block an equal share: counted as one block walking
+  // every key, they would be the blocks per sequence times more).
   for (const ModelSpec& m : test::all_models()) {
     if (m.is_mla()) continue;
     for (const std::int64_t tp : {1, 8}) {
@@ -466,7 +491,7 @@ TEST_CASE("A decode launch's longest block is never longer than its tile, nor sh
             const double longest = longest_cta_flops(att->tiling, shape);
             INFO(m.name << " tp " << tp << " batch " << batch << " keys " << keys << " SMs " << sms);
             CHECK(longest <= att->tiling.longest_cta_flops);
-            if (!shape.mmha) CHECK(longest * shape.ctas >= att->flops.value * (1 - 1e-9));
+            if (!shape.mmha) CHECK(longest * shape.ctas == Approx(att->flops.value));
           }
         }
     }

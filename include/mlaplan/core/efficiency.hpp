@@ -73,7 +73,8 @@ struct KernelEfficiency {
   // fp8 context kernels, MLA and GQA prompts, whose table rows set Op::fp8_cache; the planner's
   // prefill ops never do, so a step's prefill takes the bf16 kernel's costs): on Hopper TensorRT-LLM's XQA reads fp8 keys with
   // its QGMMA kernels, whose blocks start and walk their keys at another cost than the bf16 kernel's,
-  // and MMHA with its fp8-cache instantiation (runs_fp8_cache_decode_kernel; keeping MMHA on the bf16
+  // and MMHA with its fp8-cache instantiation where the head group has no XQA kernel
+  // (runs_fp8_cache_decode_kernel; when MMHA also took small fp8 batches, keeping it on the bf16
   // kernel's costs fit H100's decode rows worse in-table, 16.6% against 15.4%). Both or neither;
   // absent: fixed and per_sequence.
   std::optional<Seconds> fixed_fp8_cache;
@@ -262,8 +263,8 @@ double launched_ctas(const Tiling& t, double sms);
 // The launch an op runs on `sms` SMs: its thread blocks and the blocks its per-sequence cost is
 // paid for (tiling.sequences; a GQA decode kernel's per block of its grid). A GQA decode op runs
 // TensorRT-LLM's dispatch: XQA where the head group has a kernel and its blocks reach a quarter of
-// the SMs (mayHavePerfGain) or the cache is fp8 (Tiling::xqa_fp8_cache: MMHA does not take an E4M3
-// cache under 16-bit queries), else MMHA, one block per query head and sequence, its keys split into
+// the SMs (mayHavePerfGain) or the cache is fp8 (Tiling::xqa_fp8_cache: TensorRT-LLM prefers XQA over
+// an E4M3 cache wherever it has a kernel), else MMHA, one block per query head and sequence, its keys split into
 // up to one wave (getMaxNumSeqLenTile). MMHA's blocks of one KV head read the same cache: counted
 // once, as L2 serves the repeats.
 struct LaunchShape {
@@ -274,8 +275,12 @@ struct LaunchShape {
 LaunchShape launch_shape(const Tiling& t, double sms);
 // The FLOPs of the longest thread block of a launch: Tiling::longest_cta_flops, over the blocks a
 // decode kernel splits each sequence's keys into (XQA's multi-block mode gives each of a sequence's
-// blocks an equal share of its keys, decoderXQAImplCommon.h@b35ac1b6:357-392, launched_ctas), so that
-// a long sequence decoded by 45 blocks is not timed as one block walking all 32,768 keys.
+// blocks a share of its keys, decoderXQAImplCommon.h@b35ac1b6:357-392, launched_ctas), so that a long
+// sequence decoded by 45 blocks is not timed as one block walking all 32,768 keys. The longest
+// sequence's share, taken even: XQA rounds each block's share up to whole key tiles, so its longest
+// block may hold up to one tile of keys more than that. A batch of one length gets exactly the launch's compute term, F / (peak·η_c·w), in
+// one wave; mixed lengths a bound above it.
+// MMHA launches and prompt kernels keep the tile's FLOPs.
 double longest_cta_flops(const Tiling& t, const LaunchShape& l);
 
 // How FlashMLA deals a latent attention launch over the SMs (get_mla_metadata, deepseek-ai/FlashMLA

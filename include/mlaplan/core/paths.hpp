@@ -68,17 +68,21 @@ struct Tiling {
   bool decode_kernel = false;
   // TensorRT-LLM's decode dispatch (launch_shape in efficiency.hpp): XQA for a head group of 2 to 32
   // query heads per KV head where its blocks (xqa_gain_blocks: KV heads x sequences x max(1, keys /
-  // 128)) reach a quarter of the SMs, else the masked multi-head attention kernel (MMHA), one block
-  // per query head and sequence (mmha_ctas), its keys split into at most mmha_key_tiles tiles.
+  // 128)) reach a quarter of the SMs or the cache is fp8 (xqa_fp8_cache), else the masked multi-head
+  // attention kernel (MMHA), one block per query head and sequence (mmha_ctas), its keys split into at
+  // most mmha_key_tiles tiles.
   bool xqa_group = false;
   double xqa_gain_blocks = 0;
-  // Whether the cache is fp8 (E4M3) under 16-bit queries: TensorRT-LLM then runs XQA wherever it has a
-  // kernel for the head group, however few its blocks, "because MMHA does not support this
-  // combination" (DecoderXQARunner::shouldUse, cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/
-  // decoderXQARunner.cpp:82-89, read in the fork Tushar-ml/TensorRT-LLM@2d678d47 and alike in
-  // psa1582/TensorRT-LLM@d8e29dbb; absent from NVIDIA's 1.0.0rc4, 000a01de). H100's table shows it:
-  // 16 and 32 sequences of 2 keys at 32 heads over one KV head take 13.6 µs over a bf16 cache (MMHA,
-  // 512 and 1,024 blocks) and 8.9-9.1 µs over an fp8 one, as 1 sequence does (launch_shape).
+  // Whether the decode step reads an fp8 (E4M3) cache: TensorRT-LLM's dispatch then prefers XQA wherever
+  // it has a kernel for the head group, however few its blocks (DecoderXQARunner::shouldUse, for
+  // 16-bit queries and no fp8 output, which every decode step here has whatever its GEMMs' dtype;
+  // its log gives the reason, "MMHA does not support this combination"; a group without an XQA
+  // kernel still runs MMHA's fp8-cache instantiation, the unsupported configuration being checked
+  // first: cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/decoderXQARunner.cpp:73-78 and
+  // :82-89, read in the fork Tushar-ml/TensorRT-LLM@2d678d47 and alike in psa1582/TensorRT-LLM@d8e29dbb;
+  // absent from NVIDIA's 1.0.0rc4, 000a01de). H100's table shows it: 16 and 32 sequences of 2 keys at
+  // 32 heads over one KV head take 13.5-13.6 µs over a bf16 cache (MMHA, 512 and 1,024 blocks) and
+  // 8.9-9.1 µs over an fp8 one, as 1 sequence does (launch_shape).
   bool xqa_fp8_cache = false;
   // A split XQA launch (more blocks than KV heads x sequences): each block writes its head group's
   // normalised partial output, bf16 at the head dim, with an fp32 row sum and max per head, and the
@@ -128,7 +132,7 @@ inline constexpr double kFmhaV2ValueColumns = 256;
 // constants in decoderXQAConstants.h@37e602fd:26-29). XQA runs only for head groups up to
 // kXqaMaxGroup (decoderXQAImplJIT/kernelUtils.cpp@602593ac:110-114, 161-165; a group of 1, MHA,
 // never: :57) and where kXqaMinBlockFactor x its blocks reach the SMs (mayHavePerfGain,
-// decoderXQAImplJIT.cpp@89fd9b74:74-97); else the masked multi-head attention kernel (MMHA), one
+// decoderXQAImplJIT.cpp@89fd9b74:74-97) or the cache is fp8 (Tiling::xqa_fp8_cache); else the masked multi-head attention kernel (MMHA), one
 // block per query head and sequence (decoderMaskedMultiheadAttentionLaunch.h@05316d33:221), its keys
 // split into at most one wave of tiles (getMaxNumSeqLenTile in common/attentionOp.cpp@eea41b73) of
 // kMmhaKeysPerTile keys (multi_block_grid_setup, the launch header's :98-147). Blackwell's TRTLLM-GEN
