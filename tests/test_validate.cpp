@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -847,6 +848,24 @@ PathPlan gqa_decode_plan(int heads, int kv_heads, int batch, int len, KvDtype kv
   return standard_path(gqa_rows_model(heads, kv_heads), w);
 }
 
+// Its attention op.
+Op gqa_decode_op(int heads, int kv_heads, int batch, int len, KvDtype kv = KvDtype::bf16) {
+  const PathPlan plan = gqa_decode_plan(heads, kv_heads, batch, len, kv);
+  const Op* op = plan.find(OpId::attention);
+  REQUIRE(op);
+  return *op;
+}
+
+// An op's calibrated time on `gpu` under `given`, at the bf16 peak (MMHA at `fp32` where it is given).
+CalibratedTime timed_on(const HardwareSpec& gpu, const Op& op, const KernelEfficiency& given, FlopsPerSecond fp32 = FlopsPerSecond{0}) {
+  return calibrated_time(op, given, *gpu.peak_flops(DType::bf16), gpu.memory_bandwidth, static_cast<double>(gpu.sm_count), false, Bytes{0}, fp32);
+}
+
+// A GQA decode row's line in an --against table (head size 128, a bf16 kernel).
+std::string gqa_decode_line(int batch, int len, int heads, int kv_heads, std::string_view kv, Seconds t) {
+  return fmt::format("attention_decode,{},{},{},{},128,{},bf16,{:.6f}\n", batch, len, heads, kv_heads, kv, t.value * 1e6);
+}
+
 }  // namespace
 
 TEST_CASE("Against: decode rows over an fp8 cache get their own fixed and per-block costs", "[validate]") {
@@ -862,13 +881,9 @@ TEST_CASE("Against: decode rows over an fp8 cache get their own fixed and per-bl
     for (int b : {1, 4, 16, 64, 256})
       for (int len : {64, 512, 2048, 8192, 32768})
         for (auto [heads, kv_heads] : {std::pair{32, 8}, std::pair{64, 8}, std::pair{32, 32}}) {
-          const PathPlan plan = gqa_decode_plan(heads, kv_heads, b, len, std::string(kv) == "fp8" ? KvDtype::fp8 : KvDtype::bf16);
-          const Op* op = plan.find(OpId::attention);
-          REQUIRE(op);
-          CHECK(op->fp8_cache == (std::string(kv) == "fp8"));
-          const double t = calibrated_time(*op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false, Bytes{0})
-                               .time().value;
-          table += fmt::format("attention_decode,{},{},{},{},128,{},bf16,{:.6f}\n", b, len, heads, kv_heads, kv, t * 1e6);
+          const Op op = gqa_decode_op(heads, kv_heads, b, len, std::string(kv) == "fp8" ? KvDtype::fp8 : KvDtype::bf16);
+          CHECK(op.fp8_cache == (std::string(kv) == "fp8"));
+          table += gqa_decode_line(b, len, heads, kv_heads, kv, timed_on(h100, op, given).time());
         }
   Scratch s("against-fp8-cache");
   s.write("t.csv", table);
@@ -902,13 +917,9 @@ TEST_CASE("Against: decode rows give back MMHA's own cost per block, and a block
   for (int b : {1, 4, 16, 64, 256, 1024, 2048})
     for (int len : {2, 64, 512, 2048, 8192, 32768})
       for (auto [heads, kv_heads] : {std::pair{32, 8}, std::pair{64, 4}, std::pair{32, 32}}) {
-        const PathPlan plan = gqa_decode_plan(heads, kv_heads, b, len);
-        const Op* op = plan.find(OpId::attention);
-        REQUIRE(op);
-        ++(launch_shape(op->tiling, static_cast<double>(h100.sm_count)).mmha ? mmha : xqa);
-        const double t = calibrated_time(*op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false, Bytes{0})
-                             .time().value;
-        table += fmt::format("attention_decode,{},{},{},{},128,bf16,bf16,{:.6f}\n", b, len, heads, kv_heads, t * 1e6);
+        const Op op = gqa_decode_op(heads, kv_heads, b, len);
+        ++(launch_shape(op.tiling, static_cast<double>(h100.sm_count)).mmha ? mmha : xqa);
+        table += gqa_decode_line(b, len, heads, kv_heads, "bf16", timed_on(h100, op, given).time());
       }
   CHECK(mmha > 20);
   CHECK(xqa > 20);
@@ -946,14 +957,9 @@ TEST_CASE("Against: decode rows bound by XQA's compute give back its fraction of
   for (int b : {1, 4, 16, 64, 256})
     for (int len : {512, 2048, 8192, 32768, 131072})
       for (auto [heads, kv_heads] : {std::pair{32, 8}, std::pair{32, 1}, std::pair{64, 2}}) {
-        const PathPlan plan = gqa_decode_plan(heads, kv_heads, b, len);
-        const Op* found = plan.find(OpId::attention);
-        REQUIRE(found);
-        Op op = *found;
+        Op op = gqa_decode_op(heads, kv_heads, b, len);
         op.tiling.longest_cta_flops = 0;
-        const double t = calibrated_time(op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false, Bytes{0})
-                             .time().value;
-        table += fmt::format("attention_decode,{},{},{},{},128,bf16,bf16,{:.6f}\n", b, len, heads, kv_heads, t * 1e6);
+        table += gqa_decode_line(b, len, heads, kv_heads, "bf16", timed_on(h100, op, given).time());
       }
   Scratch s("against-decode-compute");
   s.write("t.csv", table);
@@ -984,13 +990,9 @@ TEST_CASE("Against: decode rows of a large head group give back MMHA's fraction 
   for (int b : {1, 4, 16, 64, 256})
     for (int len : {64, 512, 2048, 8192, 32768})
       for (auto [heads, kv_heads] : {std::pair{64, 1}, std::pair{8, 8}, std::pair{32, 8}}) {
-        const PathPlan plan = gqa_decode_plan(heads, kv_heads, b, len);
-        const Op* op = plan.find(OpId::attention);
-        REQUIRE(op);
-        const CalibratedTime t =
-            calibrated_time(*op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false, Bytes{0}, fp32);
+        const CalibratedTime t = timed_on(h100, gqa_decode_op(heads, kv_heads, b, len), given, fp32);
         cuda_bound += t.mmha && t.compute > t.memory ? 1 : 0;
-        table += fmt::format("attention_decode,{},{},{},{},128,bf16,bf16,{:.6f}\n", b, len, heads, kv_heads, t.time().value * 1e6);
+        table += gqa_decode_line(b, len, heads, kv_heads, "bf16", t.time());
       }
   CHECK(cuda_bound >= 10);  // rows the CUDA cores' rate decides
   Scratch s("against-mmha-compute");

@@ -337,54 +337,56 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
         };
         auto efficiencies = [&] { f = model(grid_fit({etas, etas, reaches, l2s, t0s, tseqs}, [&](const std::vector<double>& p) { return loss_of(model(p)); }, 2)); };
         efficiencies();
+        // A pass: `search` sets some parameters with the others held, then the efficiencies are fitted
+        // again; a pass that leaves the rows explained worse than before it (its grid need not hold the
+        // values the last search refined) is undone. Whether it was kept.
+        auto pass_unless_worse = [&](const auto& search) {
+          const GpuKernelFit before = f;
+          const double before_loss = loss_of(f), before_resident = resident, before_solo = solo;
+          const Seconds before_cta = cta;
+          search();
+          efficiencies();
+          if (loss_of(f) <= before_loss) return true;
+          f = before, resident = before_resident, solo = before_solo, cta = before_cta;
+          return false;
+        };
         // Where rows run the unsplit latent launch, the blocks one SM runs at once (1 to 4) and a lone
         // block's share of its SM, searched with η_c (which trades against both: the full SM's rate
         // against a lone block's), the others held; then the efficiencies again: twice.
-        // A pass that leaves the rows explained worse than before it is undone, as below.
-        for (int pass = 0; unsplit_rows(split) && pass < 2; ++pass) {
-          const GpuKernelFit before = f;
-          const double before_loss = loss_of(f), before_resident = resident, before_solo = solo;
-          double best_occ = before_loss;
-          for (const double rc : {1.0, 2.0, 3.0, 4.0}) {
-            auto with = [&](const std::vector<double>& p) {
-              GpuKernelFit g = f;
-              g.eff.resident_ctas = rc;
-              g.eff.solo_share = p[0];
-              g.eff.eta_compute = p[1];
-              return g;
-            };
-            const std::vector<double> s = grid_fit({rc == 1 ? std::vector<double>{1} : geometric_axis(1 / rc, 1, 16), etas}, [&](const std::vector<double>& p) { return loss_of(with(p)); }, 2);
-            if (const double l = loss_of(with(s)); l < best_occ) best_occ = l, resident = rc, solo = s[0];
-          }
-          efficiencies();
-          if (loss_of(f) > before_loss) {
-            f = before, resident = before_resident, solo = before_solo;
+        for (int pass = 0; unsplit_rows(split) && pass < 2; ++pass)
+          if (!pass_unless_worse([&] {
+                double best_occ = loss_of(f);
+                for (const double rc : {1.0, 2.0, 3.0, 4.0}) {
+                  auto with = [&](const std::vector<double>& p) {
+                    GpuKernelFit g = f;
+                    g.eff.resident_ctas = rc;
+                    g.eff.solo_share = p[0];
+                    g.eff.eta_compute = p[1];
+                    return g;
+                  };
+                  const std::vector<double> s = grid_fit({rc == 1 ? std::vector<double>{1} : geometric_axis(1 / rc, 1, 16), etas},
+                                                         [&](const std::vector<double>& p) { return loss_of(with(p)); }, 2);
+                  if (const double l = loss_of(with(s)); l < best_occ) best_occ = l, resident = rc, solo = s[0];
+                }
+              }))
             break;
-          }
-        }
         // The cost per CTA with the other two costs and η_c, which it trades against (both slow the
         // short prompts' many small CTAs), the memory terms held; then the efficiencies again: twice
-        // (a seventh axis in the search would multiply its refinement rounds tenfold).
-        // A pass that explains the rows worse than before it (its grid need not hold the values the
-        // last search refined) is undone: the cost per CTA never leaves a worse fit than none.
-        for (int pass = 0; tctas.size() > 1 && pass < 2; ++pass) {
-          const GpuKernelFit before = f;
-          const double before_loss = loss_of(f);
-          const std::vector<double> c = grid_fit({etas, t0s, tseqs, tctas}, [&](const std::vector<double>& p) {
-            GpuKernelFit g = f;
-            g.eff.eta_compute = p[0];
-            g.eff.fixed = Seconds{p[1]};
-            g.eff.per_sequence = Seconds{p[2]};
-            g.eff.per_cta = Seconds{p[3]};
-            return loss_of(g);
-          }, 2);
-          cta = Seconds{c[3]};
-          efficiencies();
-          if (loss_of(f) > before_loss) {
-            f = before, cta = f.eff.per_cta;
+        // (a seventh axis in the search would multiply its refinement rounds tenfold). Undone where
+        // worse: the cost per CTA never leaves a worse fit than none.
+        for (int pass = 0; tctas.size() > 1 && pass < 2; ++pass)
+          if (!pass_unless_worse([&] {
+                const std::vector<double> c = grid_fit({etas, t0s, tseqs, tctas}, [&](const std::vector<double>& p) {
+                  GpuKernelFit g = f;
+                  g.eff.eta_compute = p[0];
+                  g.eff.fixed = Seconds{p[1]};
+                  g.eff.per_sequence = Seconds{p[2]};
+                  g.eff.per_cta = Seconds{p[3]};
+                  return loss_of(g);
+                }, 2);
+                cta = Seconds{c[3]};
+              }))
             break;
-          }
-        }
         if (!both) break;
         // One fp8 efficiency alone, the others held (in the first round the per-tensor rows still take
         // the block-scaled one, so both move them until the per-tensor one is fitted).
