@@ -1166,17 +1166,46 @@ TEST_CASE("Transfer: every GPU predicted from the others and never fitted on H20
       }
   s.write("notes/x.csv", "a\n1\n");
   const AgainstRun r = validate_transfer(s.dir, load_model("deepseek-v3"));
-  std::string report, transfer, fits;
+  std::string report, transfer, fits, each;
   for (const auto& [name, text] : r.files) {
     if (name == "report.md") report = text;
     if (name == "transfer.csv") transfer = text;
     if (name == "fits.csv") fits = text;
+    if (name == "rows.csv") each = text;
   }
   CHECK(report.find("Folders not named as a GPU, not read: notes.") != std::string::npos);
   // Both GPUs are judged; only H800 rows train (H20's own left-out fit comes from H800 alone).
   const auto rows = parse_csv(transfer);
-  REQUIRE(rows.size() == 1 + 2 * 6);  // header, two GPUs x six kernel families
+  REQUIRE(rows.size() == 1 + 2 * 7);  // header, two GPUs x (six kernel families and all of them)
   for (std::size_t i = 1; i < rows.size(); ++i) CHECK((rows[i][5].empty()) == (rows[i][0] == "H800 SXM5 80GB"));  // nothing to fit H800 on
+  // The last two rows pool each GPU's families; rows.csv holds every row, and H20's pooled left-out
+  // median is that of its rows' errors there.
+  const auto per_row = parse_csv(each);
+  REQUIRE(per_row.size() > 1);
+  const auto& head = per_row.front();
+  auto col = [&](const char* c) {
+    const auto at = static_cast<std::size_t>(std::find(head.begin(), head.end(), c) - head.begin());
+    REQUIRE(at < head.size());
+    return at;
+  };
+  std::map<std::string, std::int64_t> family_rows;
+  for (std::size_t i = 1; i < rows.size(); ++i)
+    if (rows[i][1] != "all") family_rows[rows[i][0]] += std::stoll(rows[i][2]);
+  std::vector<double> h20_errors;
+  std::map<std::string, std::int64_t> listed;
+  for (std::size_t i = 1; i < per_row.size(); ++i) {
+    ++listed[per_row[i][col("gpu")]];
+    if (per_row[i][col("gpu")] == "H20 96GB")
+      h20_errors.push_back(std::fabs(std::stod(per_row[i][col("predicted_left_out_s")]) / std::stod(per_row[i][col("measured_s")]) - 1));
+  }
+  CHECK(listed == family_rows);
+  REQUIRE(h20_errors.size() > 2);
+  for (std::size_t i = rows.size() - 2; i < rows.size(); ++i) {
+    INFO(rows[i][0]);
+    CHECK(rows[i][1] == "all");
+    CHECK(std::stoll(rows[i][2]) == family_rows[rows[i][0]]);
+    if (rows[i][0] == "H20 96GB") CHECK(std::stod(rows[i][5]) == Approx(ape_stats(h20_errors).median).epsilon(1e-6));
+  }
   const auto fit_rows = parse_csv(fits);
   for (std::size_t i = 1; i < fit_rows.size(); ++i) {
     INFO(fit_rows[i][0]);

@@ -46,6 +46,7 @@ constexpr const char* kAttention = "attention";
 constexpr const char* kAttentionDecode = "attention_decode";
 constexpr const char* kSparse = "sparse_decode";
 constexpr const char* kIndexer = "indexer";
+constexpr const char* kAllFamilies = "all";  // the transfer's row of a GPU's families together
 // The families a folder's rows may time, in report order.
 constexpr std::array<const char*, 10> kKernels{kDecode, kPrefill, kSparse, kIndexer, kAttentionDecode, kAttention, kGemm, kBmm, kGrouped, kElementwise};
 // The order the families are fitted in: elementwise first, since a GEMM row's input quantisation is
@@ -1217,6 +1218,33 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
         set_pass_times(per_gpu[g], passes_own[g]);
       }
   }
+  // Each GPU's rows of every family together: the bound is per GPU.
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    std::vector<const Row*> all, held;
+    for (const Row& r : per_gpu[g]) {
+      all.push_back(&r);
+      if (!r.train) held.push_back(&r);
+    }
+    if (all.empty()) continue;
+    const ErrorStats s = ape_stats(errors(all, &Row::sol_s)), l = ape_stats(errors(all, &Row::logo_s)), u = ape_stats(errors(all, &Row::lookup_s)),
+                     t = ape_stats(errors(held, &Row::fit_s));
+    using E = ErrorStats;
+    err.rows.push_back({gpus[g].name, std::string(kAllFamilies), static_cast<std::int64_t>(all.size()), s.median, s.p90, stat_or_null(l, &E::median),
+                        stat_or_null(l, &E::p90), stat_or_null(u, &E::median), stat_or_null(u, &E::p90), t.median, t.p90});
+  }
+  // Every row's predictions, for a look at where the errors lie.
+  Table each{.name = "rows", .title = "Every row: measured and predicted",
+             .columns = {{"gpu", "GPU", Unit::text}, {"file", "file", Unit::text}, {"kernel", "kernel", Unit::text}, {"batch", "batch", Unit::count},
+              {"len", "kv_len / seq_len / m", Unit::count}, {"heads", "heads / n", Unit::count}, {"kv_heads", "KV heads", Unit::count},
+              {"query", "query / k", Unit::count}, {"variant", "op", Unit::text}, {"kv_dtype", "dtype", Unit::text}, {"measured_s", "measured", Unit::seconds},
+              {"predicted_sol_s", "SOL", Unit::seconds}, {"predicted_left_out_s", "left out", Unit::seconds}, {"predicted_lookup_s", "lookup", Unit::seconds},
+              {"predicted_fit_s", "in-table refit", Unit::seconds}, {"split", "split", Unit::text}},
+             .rows = {}};
+  for (std::size_t g = 0; g < gpus.size(); ++g)
+    for (const Row& r : per_gpu[g])
+      each.rows.push_back({gpus[g].name, r.file, r.kernel, static_cast<std::int64_t>(r.batch), static_cast<std::int64_t>(r.len), static_cast<std::int64_t>(r.heads),
+                           static_cast<std::int64_t>(r.kv_heads), static_cast<std::int64_t>(r.query), r.variant, r.kv_dtype, r.measured_s, r.sol_s,
+                           finite_or_null(r.logo_s), finite_or_null(r.lookup_s), finite_or_null(r.fit_s), std::string(r.train ? "train" : "test")});
   auto in_report_order = [](std::vector<std::pair<std::string, GpuKernelFit>>& v) {
     std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return report_place(a.second.kernel) < report_place(b.second.kernel); });
   };
@@ -1239,8 +1267,9 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
                                "context op (`preprocess` trtllm: its RoPE pass, and on a GPU with an fp8 peak over an fp8 cache its Q/K/V "
                                "quantisation), adds those kernels' time under its GPU's "
                                "own elementwise fit (over every GPU's where it has no elementwise rows; left out, the fit without it). "
-                               "H20 and H200 rows are never fitted on.\n\n",
-                               root.string(), m.name, kMinArchitectureRows);
+                               "H20 and H200 rows are never fitted on. A GPU's `{}` row pools its families' rows; `rows.csv` holds every row's "
+                               "predictions.\n\n",
+                               root.string(), m.name, kMinArchitectureRows, kAllFamilies);
   md += unread_note(unread);
   std::vector<const std::vector<Row>*> all_rows;
   for (const auto& rows : per_gpu) all_rows.push_back(&rows);
@@ -1257,7 +1286,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
   for (const auto& [on, f] : all_fits)
     fj[on][f.kernel] = fit_json(f);
   AgainstRun out;
-  out.files = {{"report.md", md}, {"transfer.csv", csv_of(err)}, {"fits.csv", csv_of(logo_t)}, {"fit.json", fj.dump(2) + "\n"}};
+  out.files = {{"report.md", md}, {"transfer.csv", csv_of(err)}, {"fits.csv", csv_of(logo_t)}, {"fit.json", fj.dump(2) + "\n"}, {"rows.csv", csv_of(each)}};
   out.summary = md_section(err);
   for (auto& [name, p] : profiles) {
     std::stable_sort(p.fitted_on.begin(), p.fitted_on.end(), [](const FittedTable& a, const FittedTable& b) { return report_place(a.kernel) < report_place(b.kernel); });
