@@ -422,19 +422,26 @@ std::string against_error(const fs::path& dir) {
   return "(accepted)";
 }
 
+// A CSV's rows, the header first, and its columns by name.
+struct CsvRows : std::vector<std::vector<std::string>> {
+  CsvRows() = default;
+  explicit CsvRows(const std::string& text) { assign_from(parse_csv(text)); }
+  void assign_from(std::vector<std::vector<std::string>> rows) { std::vector<std::vector<std::string>>::operator=(std::move(rows)); }
+  std::size_t col(const char* name) const {
+    REQUIRE_FALSE(empty());
+    const auto it = std::find(front().begin(), front().end(), name);
+    REQUIRE(it != front().end());
+    return static_cast<std::size_t>(it - front().begin());
+  }
+};
+
 // against.csv of one table run through --against on `gpu` (DeepSeek-V3's shapes), and its columns.
-struct AgainstRows : std::vector<std::vector<std::string>> {
+struct AgainstRows : CsvRows {
   AgainstRows(const std::string& name, const HardwareSpec& gpu, const std::string& table) {
     Scratch s(name);
     s.write("t.csv", table);
     for (const auto& [file, text] : validate_against(s.dir, gpu, load_model("deepseek-v3")).files)
       if (file == "against.csv") assign_from(parse_csv(text));
-  }
-  void assign_from(std::vector<std::vector<std::string>> rows) { std::vector<std::vector<std::string>>::operator=(std::move(rows)); }
-  std::size_t col(const char* name) const {
-    const auto it = std::find(front().begin(), front().end(), name);
-    REQUIRE(it != front().end());
-    return static_cast<std::size_t>(it - front().begin());
   }
 };
 
@@ -1180,14 +1187,9 @@ TEST_CASE("Transfer: every GPU predicted from the others and never fitted on H20
   for (std::size_t i = 1; i < rows.size(); ++i) CHECK((rows[i][5].empty()) == (rows[i][0] == "H800 SXM5 80GB"));  // nothing to fit H800 on
   // The last two rows pool each GPU's families; rows.csv holds every row, and H20's pooled left-out
   // median is that of its rows' errors there.
-  const auto per_row = parse_csv(each);
+  const CsvRows per_row(each);
   REQUIRE(per_row.size() > 1);
-  const auto& head = per_row.front();
-  auto col = [&](const char* c) {
-    const auto at = static_cast<std::size_t>(std::find(head.begin(), head.end(), c) - head.begin());
-    REQUIRE(at < head.size());
-    return at;
-  };
+  const auto col = [&](const char* name) { return per_row.col(name); };
   std::map<std::string, std::int64_t> family_rows;
   for (std::size_t i = 1; i < rows.size(); ++i)
     if (rows[i][1] != "all") family_rows[rows[i][0]] += std::stoll(rows[i][2]);

@@ -1091,6 +1091,17 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
              {"lookup_median_ape", "lookup median", Unit::fraction}, {"lookup_p90_ape", "lookup p90", Unit::fraction},
              {"in_table_median_ape", "in-table median (held out)", Unit::fraction}, {"in_table_p90_ape", "in-table p90", Unit::fraction}},
             .rows = {}};
+  // A row of `err`: the errors over `all`, the in-table refit's over those of them held out.
+  auto add_error_row = [&](const std::string& gpu_name, const char* kernel, const std::vector<const Row*>& all) {
+    std::vector<const Row*> held;
+    for (const Row* r : all)
+      if (!r->train) held.push_back(r);
+    const ErrorStats s = ape_stats(errors(all, &Row::sol_s)), l = ape_stats(errors(all, &Row::logo_s)), u = ape_stats(errors(all, &Row::lookup_s)),
+                     t = ape_stats(errors(held, &Row::fit_s));
+    using E = ErrorStats;
+    err.rows.push_back({gpu_name, std::string(kernel), static_cast<std::int64_t>(all.size()), s.median, s.p90, stat_or_null(l, &E::median),
+                        stat_or_null(l, &E::p90), stat_or_null(u, &E::median), stat_or_null(u, &E::p90), t.median, t.p90});
+  };
   std::vector<std::pair<std::string, GpuKernelFit>> logo_fits, all_fits;
   // The profiles to ship (--write-profiles): one per GPU with its own rows, one per architecture,
   // one over every architecture; each names the tables it was fitted on.
@@ -1171,13 +1182,7 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
           if (d < best) best = d, r.lookup_s = o->measured_s * r.sol_s / o->sol_s;
         }
       }
-      const auto all = of_kernel(mine, k);
-      const auto held = select(mine, k, [](const Row& r) { return !r.train; });
-      const ErrorStats s = ape_stats(errors(all, &Row::sol_s)), l = ape_stats(errors(all, &Row::logo_s)), u = ape_stats(errors(all, &Row::lookup_s)),
-                       t = ape_stats(errors(held, &Row::fit_s));
-      using E = ErrorStats;
-      err.rows.push_back({gpus[g].name, std::string(k), static_cast<std::int64_t>(all.size()), s.median, s.p90, stat_or_null(l, &E::median),
-                          stat_or_null(l, &E::p90), stat_or_null(u, &E::median), stat_or_null(u, &E::p90), t.median, t.p90});
+      add_error_row(gpus[g].name, k, of_kernel(mine, k));
     }
     // The profiles a default would ship: one per architecture with measurements, and one over all
     // for architectures without.
@@ -1220,17 +1225,9 @@ AgainstRun validate_transfer(const fs::path& root, const ModelSpec& m) {
   }
   // Each GPU's rows of every family together: the bound is per GPU.
   for (std::size_t g = 0; g < gpus.size(); ++g) {
-    std::vector<const Row*> all, held;
-    for (const Row& r : per_gpu[g]) {
-      all.push_back(&r);
-      if (!r.train) held.push_back(&r);
-    }
-    if (all.empty()) continue;
-    const ErrorStats s = ape_stats(errors(all, &Row::sol_s)), l = ape_stats(errors(all, &Row::logo_s)), u = ape_stats(errors(all, &Row::lookup_s)),
-                     t = ape_stats(errors(held, &Row::fit_s));
-    using E = ErrorStats;
-    err.rows.push_back({gpus[g].name, std::string(kAllFamilies), static_cast<std::int64_t>(all.size()), s.median, s.p90, stat_or_null(l, &E::median),
-                        stat_or_null(l, &E::p90), stat_or_null(u, &E::median), stat_or_null(u, &E::p90), t.median, t.p90});
+    std::vector<const Row*> all;
+    for (const Row& r : per_gpu[g]) all.push_back(&r);
+    if (!all.empty()) add_error_row(gpus[g].name, kAllFamilies, all);
   }
   // Every row's predictions, for a look at where the errors lie.
   Table each{.name = "rows", .title = "Every row: measured and predicted",
