@@ -1059,6 +1059,92 @@ TEST_CASE("a flash prefill pays its cost per CTA wave, and a memory pass apart a
   CHECK(explain_op_time("attention", *mha, rf, tb).number() == Approx(blocks.time().value));
 }
 
+TEST_CASE("fp8 generation MLA: latent attention over an fp8 cache at the fp8 peak, with its own efficiency and costs", "[efficiency][example]") {
+  // DeepSeek-V3, 64 sequences of 4,096 keys: the latent op over an fp8 cache is the bf16 one's FLOPs.
+  const ModelSpec m = load_model("deepseek-v3");
+  Workload w;
+  w.groups = {SequenceGroup{64, 1, 4095}};
+  w.kv = KvDtype::fp8;
+  const PathPlan fp8_plan = mla_path(m, w, PathKind::absorb);
+  const Op fp8 = *fp8_plan.find(OpId::latent_attention_mqa);
+  w.kv = KvDtype::bf16;
+  const Op bf16 = *mla_path(m, w, PathKind::absorb).find(OpId::latent_attention_mqa);
+  CHECK(fp8.fp8_cache);
+  CHECK_FALSE(fp8.fp8);
+  CHECK_FALSE(bf16.fp8_cache);
+  CHECK(fp8.flops.value == bf16.flops.value);
+  KernelEfficiency k{.fixed = Seconds{8e-6}, .per_sequence = Seconds{50e-9}, .eta_compute = 0.5, .eta_compute_fp8 = 0.4, .eta_compute_fp8_tensor = std::nullopt,
+                     .fixed_fp8_cache = Seconds{3e-6}, .per_sequence_fp8_cache = Seconds{20e-9}, .eta_memory = 0.8, .rows = 1};
+  EfficiencyProfile prof;
+  prof.name = "test";
+  prof.kernels[static_cast<std::size_t>(KernelFamily::absorbed_decode)] = k;
+  prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = k;
+  // H100 runs fp8 generation MLA: the fp8 op's compute term is the bf16 one's times
+  // (989.4 · 0.5) / (1978.9 · 0.4) = 0.6250, and it pays the fp8 kernel's launch costs.
+  const Roofline h100 = roofline_for(load_gpu("h100"), DType::bf16, prof);
+  CHECK(h100.latent_fp8);
+  CHECK(runs_at_fp8_peak(fp8, h100));
+  CHECK(takes_fp8_efficiency(fp8, h100));
+  CHECK_FALSE(runs_at_fp8_peak(bf16, h100));
+  const OpTime a = op_time(fp8, h100), b = op_time(bf16, h100);
+  CHECK(a.compute.value / b.compute.value == Approx(989.4 * 0.5 / (1978.9 * 0.4)));
+  CHECK(a.compute.value / b.compute.value == Approx(0.6250).epsilon(1e-4));
+  CHECK(a.fixed.value < b.fixed.value);
+  // The path's other ops (the folds) are bf16 kernels whatever the cache.
+  for (const Op& op : fp8_plan)
+    if (op.id != OpId::latent_attention_mqa) CHECK_FALSE(runs_at_fp8_peak(op, h100));
+  // Speed of light too: F / peak_fp8.
+  const Roofline sol = speed_of_light(h100);
+  CHECK(op_time(fp8, sol).compute.value == Approx(fp8.flops.value / 1978.9e12));
+  CHECK(op_time(bf16, sol).compute.value == Approx(bf16.flops.value / 989.4e12));
+  // B200 runs it (TRTLLM-GEN): the latent family keeps its fp8-cache costs; GQA's XQA runs its
+  // fp8-cache kernel only on Hopper, so that family's are dropped.
+  const Roofline b200 = roofline_for(load_gpu("b200"), DType::bf16, prof);
+  CHECK(runs_at_fp8_peak(fp8, b200));
+  CHECK(b200.kernels[static_cast<std::size_t>(KernelFamily::absorbed_decode)]->fixed_fp8_cache.has_value());
+  CHECK_FALSE(b200.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)]->fixed_fp8_cache.has_value());
+  // A100 does not (sm80): the bf16 kernel's peak, efficiency and costs for both.
+  const Roofline a100 = roofline_for(load_gpu("a100"), DType::bf16, prof);
+  CHECK_FALSE(a100.latent_fp8);
+  CHECK_FALSE(runs_at_fp8_peak(fp8, a100));
+  CHECK_FALSE(a100.kernels[static_cast<std::size_t>(KernelFamily::absorbed_decode)]->fixed_fp8_cache.has_value());
+  CHECK(op_time(fp8, a100).compute.value == Approx(op_time(bf16, a100).compute.value));
+  CHECK(op_time(fp8, a100).fixed.value == Approx(op_time(bf16, a100).fixed.value));
+}
+
+TEST_CASE("fp8 generation MLA on every bundled MLA model and GPU: only the latent op over an fp8 cache moves to the fp8 peak", "[efficiency][property]") {
+  const std::vector<EfficiencyProfile> profiles = bundled_efficiency();
+  for (const BundledEntry& g : bundled_gpus()) {
+    const HardwareSpec hw = load_gpu(g.short_name);
+    if (!hw.peak_flops(DType::bf16)) continue;
+    const Roofline rf = default_roofline(hw, DType::bf16, profiles);
+    const bool runs = latent_decode_reads_fp8_cache(hw).value_or(false) && hw.peak_flops(DType::fp8).has_value();
+    for (const BundledEntry& e : bundled_models()) {
+      const ModelSpec m = load_model(e.short_name);
+      if (!m.is_mla()) continue;
+      for (const KvDtype kv : {KvDtype::bf16, KvDtype::fp8}) {
+        Workload w;
+        w.kv = kv;
+        w.groups = {SequenceGroup{8, 1, 2047}};
+        w.projections = true;
+        w.weights = attention_weight_dtype(m);
+        for (const PathKind kind : paths_for(m))
+          for (const Op& op : mla_path(m, w, kind)) {
+            INFO(g.short_name << " " << e.short_name << " " << op.name() << " kv " << (kv == KvDtype::fp8 ? "fp8" : "bf16"));
+            const bool latent = op.id == OpId::latent_attention_mqa && kv == KvDtype::fp8;
+            CHECK(runs_at_fp8_peak(op, rf) == ((op.fp8 && hw.peak_flops(DType::fp8).has_value()) || (latent && runs)));
+            // At the fp8 peak the compute term is never slower than the same op at the bf16 one.
+            if (latent && runs) {
+              Op as_bf16 = op;
+              as_bf16.fp8_cache = false;
+              CHECK(op_time(op, speed_of_light(rf)).compute.value < op_time(as_bf16, speed_of_light(rf)).compute.value);
+            }
+          }
+      }
+    }
+  }
+}
+
 TEST_CASE("calibrated times are never faster than speed of light on any bundled model and profile", "[efficiency][property]") {
   const std::vector<EfficiencyProfile> profiles = bundled_efficiency();
   REQUIRE(profiles.size() >= 4);
@@ -1069,7 +1155,9 @@ TEST_CASE("calibrated times are never faster than speed of light on any bundled 
     const Roofline sol = speed_of_light(rf);
     for (const BundledEntry& e : bundled_models()) {
       const ModelSpec m = load_model(e.short_name);
+      for (const KvDtype kv : {KvDtype::bf16, KvDtype::fp8}) {
       Workload w;
+      w.kv = kv;
       w.groups = {SequenceGroup{16, 1, 4095}, SequenceGroup{2, 700, 3000}};
       w.projections = true;
       w.weights = attention_weight_dtype(m);
@@ -1080,12 +1168,13 @@ TEST_CASE("calibrated times are never faster than speed of light on any bundled 
         plans.push_back(standard_path(m, w));
       for (const PathPlan& plan : plans)
         for (const Op& op : plan) {
-          INFO(g.short_name << " " << e.short_name << " " << op.name());
+          INFO(g.short_name << " " << e.short_name << " " << op.name() << " kv " << (kv == KvDtype::fp8 ? "fp8" : "bf16"));
           const OpTime t = op_time(op, rf), s = op_time(op, sol);
           CHECK(std::isfinite(t.time.value));
           CHECK(t.time.value >= s.time.value * (1 - 1e-12));
           CHECK(t.calibrated == rf.kernels[static_cast<std::size_t>(family_of(op))].has_value());
         }
+      }
     }
   }
 }

@@ -233,6 +233,23 @@ TEST_CASE("The grid fit returns the grid point that minimises the loss, first on
   CHECK(axis.back() == Approx(16));
 }
 
+TEST_CASE("An efficiency the rows leave free is taken at the least value that explains them as well", "[validate]") {
+  // A loss that falls slowly all the way up (rows that never bind it, but for a hair) and one that
+  // rises steeply below 0.4 (rows bound by it there): within 1% of the loss at 1.0, the first settles
+  // at the axis's first value, the second just above 0.4; a loss that rises below the fitted value
+  // keeps it.
+  auto slow = [](double e) { return 1 + 0.001 * (1 - e); };
+  CHECK(least_as_good(1.0, 0.05, slow(1.0) * 1.01, slow) == Approx(0.05));
+  auto steep = [](double e) { return e < 0.4 ? 1 + 100 * (0.4 - e) : 1.0; };
+  const double v = least_as_good(1.0, 0.05, 1.01, steep);
+  CHECK(v >= 0.4 * (1 - 1e-4 / 0.4));
+  CHECK(v < 0.4 * 1.04);  // one step of the axis: 20^(1/96)
+  auto rising = [](double e) { return 1 + (0.7 - e) * (0.7 - e); };
+  CHECK(least_as_good(0.7, 0.05, rising(0.7) * 1.01, rising) > 0.6);
+  CHECK(least_as_good(0.7, 0.05, rising(0.7) * 1.01, rising) <= 0.7);
+  CHECK(least_as_good(0.02, 0.05, 1, slow) == 0.02);  // below the axis's start: unchanged
+}
+
 TEST_CASE("Error statistics: median and 90th percentile", "[validate]") {
   const ErrorStats s = ape_stats({0.5, 0.1, 0.3, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0});
   CHECK(s.n == 10);
@@ -637,6 +654,12 @@ struct GemmRefit {
       if (file == "errors.csv") errors = text;
     }
   }
+  // The held-out median error of the refit, from the one family's errors.csv row.
+  double held_out_median() const {
+    const auto e = parse_csv(errors);
+    REQUIRE(e.size() == 2);
+    return std::stod(e[1][6]);
+  }
 };
 
 TEST_CASE("Against: the fit recovers the memory reach, efficiencies and fixed cost its rows were made with", "[validate]") {
@@ -662,9 +685,7 @@ TEST_CASE("Against: the fit recovers the memory reach, efficiencies and fixed co
   CHECK(g["eta_memory"].get<double>() == Approx(0.75).epsilon(0.05));
   CHECK(g["eta_compute"].get<double>() == Approx(0.8).epsilon(0.05));
   CHECK(g["t_fixed_s"].get<double>() == Approx(2e-6).epsilon(0.1));
-  const auto e = parse_csv(refit.errors);
-  REQUIRE(e.size() == 2);
-  CHECK(std::stod(e[1][6]) < 0.01);  // held-out median error of the refit
+  CHECK(refit.held_out_median() < 0.01);  // held-out median error of the refit
 }
 
 TEST_CASE("Against: bf16, block-scaled and per-tensor fp8 GEMMs get their own efficiencies, other_us added", "[validate]") {
@@ -697,9 +718,7 @@ TEST_CASE("Against: bf16, block-scaled and per-tensor fp8 GEMMs get their own ef
   CHECK(g["eta_compute"].get<double>() == Approx(0.8).epsilon(0.05));
   CHECK(g["eta_compute_fp8"].get<double>() == Approx(0.4).epsilon(0.05));
   CHECK(g["eta_compute_fp8_tensor"].get<double>() == Approx(0.7).epsilon(0.05));
-  const auto e = parse_csv(refit.errors);
-  REQUIRE(e.size() == 2);
-  CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit
+  CHECK(refit.held_out_median() < 0.02);  // held-out median error of the refit
 }
 
 TEST_CASE("Against: the fit times a GEMM's input quantisation with the table's elementwise parameters", "[validate]") {
@@ -786,9 +805,7 @@ TEST_CASE("Against: fold rows timed over weights the L2 keeps give back the L2 s
   REQUIRE(refit.gemm.contains("l2_speedup"));
   CHECK(refit.gemm["l2_speedup"].get<double>() == Approx(1.7).epsilon(0.1));
   CHECK(refit.gemm["eta_memory"].get<double>() == Approx(0.75).epsilon(0.1));
-  const auto e = parse_csv(refit.errors);
-  REQUIRE(e.size() == 2);
-  CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit
+  CHECK(refit.held_out_median() < 0.02);  // held-out median error of the refit
 }
 
 TEST_CASE("Against: prefill rows whose cost per CTA hides under the streaming give that mode back", "[validate]") {
@@ -826,9 +843,7 @@ TEST_CASE("Against: prefill rows whose cost per CTA hides under the streaming gi
   INFO(refit.gemm.dump());
   CHECK(refit.gemm.value("per_cta_overlapped", false));
   CHECK(refit.gemm["t_cta_s"].get<double>() == Approx(3e-6).epsilon(0.15));
-  const auto e = parse_csv(refit.errors);
-  REQUIRE(e.size() == 2);
-  CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit
+  CHECK(refit.held_out_median() < 0.02);  // held-out median error of the refit
 }
 
 namespace {
@@ -902,9 +917,7 @@ TEST_CASE("Against: decode rows over an fp8 cache get their own fixed and per-bl
   CHECK(g["t_fixed_fp8_cache_s"].get<double>() == Approx(5e-6).epsilon(0.1));
   CHECK(g["t_seq_fp8_cache_s"].get<double>() == Approx(5e-9).epsilon(0.15));
   CHECK(g["eta_memory"].get<double>() == Approx(0.85).epsilon(0.05));
-  const auto e = parse_csv(refit.errors);
-  REQUIRE(e.size() == 2);
-  CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit
+  CHECK(refit.held_out_median() < 0.02);  // held-out median error of the refit
 }
 
 TEST_CASE("Against: decode rows give back MMHA's own cost per block, and a block cost in the max", "[validate]") {
@@ -940,9 +953,7 @@ TEST_CASE("Against: decode rows give back MMHA's own cost per block, and a block
   REQUIRE(g.contains("t_seq_mmha_s"));
   CHECK(g["t_seq_mmha_s"].get<double>() == Approx(10e-9).epsilon(0.2));
   CHECK(g["eta_memory"].get<double>() == Approx(0.85).epsilon(0.05));
-  const auto e = parse_csv(refit.errors);
-  REQUIRE(e.size() == 2);
-  CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit
+  CHECK(refit.held_out_median() < 0.02);  // held-out median error of the refit
 }
 
 TEST_CASE("Against: decode rows bound by XQA's compute give back its fraction of the tensor peak", "[validate]") {
@@ -975,9 +986,7 @@ TEST_CASE("Against: decode rows bound by XQA's compute give back its fraction of
   INFO(g.dump());
   CHECK(g["eta_compute"].get<double>() == Approx(0.065).epsilon(0.1));
   CHECK(g["eta_memory"].get<double>() == Approx(0.85).epsilon(0.05));
-  const auto e = parse_csv(refit.errors);
-  REQUIRE(e.size() == 2);
-  CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit
+  CHECK(refit.held_out_median() < 0.02);  // held-out median error of the refit
 }
 
 TEST_CASE("Against: decode rows of a large head group give back MMHA's fraction of the FP32 peak", "[validate]") {
@@ -1219,18 +1228,27 @@ TEST_CASE("Transfer: every GPU predicted from the others and never fitted on H20
 
 namespace {
 
-// The time `law` gives one layer's latent decode of `b` sequences of `keys` keys at `heads` heads on
-// `hw` (bf16): a row of a model-timed table.
-double latent_decode_time(const ModelSpec& m, const HardwareSpec& hw, const KernelEfficiency& law, int b, int keys, int heads) {
+// One layer's latent decode op of `b` sequences of `keys` keys at `heads` heads over a `kv` cache.
+Op latent_decode_op(const ModelSpec& m, int b, int keys, int heads, KvDtype kv = KvDtype::bf16) {
   ModelSpec mm = m;
   mm.heads = mm.kv_heads = heads;
   mm.layers.resize(1);
   Workload w;
+  w.kv = kv;
   w.groups = {SequenceGroup{b, 1, static_cast<double>(keys - 1)}};
   const PathPlan plan = mla_path(mm, w, PathKind::absorb);
   const Op* op = plan.find(OpId::latent_attention_mqa);
   if (!op) throw std::logic_error("the absorbed path lacks its latent attention");
-  return calibrated_time(*op, law, *hw.peak_flops(DType::bf16), hw.memory_bandwidth, static_cast<double>(hw.sm_count), false, hw.l2_cache).time().value;
+  return *op;
+}
+
+// The time `law` gives one layer's latent decode of `b` sequences of `keys` keys at `heads` heads on
+// `hw` (bf16): a row of a model-timed table.
+double latent_decode_time(const ModelSpec& m, const HardwareSpec& hw, const KernelEfficiency& law, int b, int keys, int heads) {
+  return calibrated_time(latent_decode_op(m, b, keys, heads), law, *hw.peak_flops(DType::bf16), hw.memory_bandwidth, static_cast<double>(hw.sm_count), false,
+                         hw.l2_cache)
+      .time()
+      .value;
 }
 
 }  // namespace
@@ -1365,4 +1383,122 @@ TEST_CASE("Transfer: an architecture's rows alone predict a left-out GPU only wh
   // Ampere's over A100's bf16.
   CHECK(report.find("hopper: H100 SXM5 80GB + H800 SXM5 80GB") != std::string::npos);
   CHECK(report.find("ampere: A100 SXM4 80GB") != std::string::npos);
+}
+
+TEST_CASE("Against: fp8-cache latent decode rows run at the fp8 peak and give back their own efficiency and costs", "[validate]") {
+  // DeepSeek-V3 latent decode rows on an H100 timed by the planner itself (op_time under a profile):
+  // over a bf16 cache at η_c 0.5, over an fp8 cache by the fp8 generation kernel at 0.3 of the fp8
+  // peak with launch costs of its own (3 µs + 20 ns a sequence against 8 µs + 50 ns). Both dtypes'
+  // 128-head rows are compute-bound, so each efficiency is seen; the fit gives back both, and the
+  // rows, as the validator builds them, time exactly as the planner's op.
+  const ModelSpec m = load_model("deepseek-v3");
+  const HardwareSpec h100 = load_gpu("h100");
+  REQUIRE(latent_decode_reads_fp8_cache(h100) == true);
+  KernelEfficiency law;
+  law.fixed = Seconds{8e-6};
+  law.per_sequence = Seconds{50e-9};
+  law.eta_compute = 0.5;
+  law.eta_compute_fp8 = 0.3;
+  law.fixed_fp8_cache = Seconds{3e-6};
+  law.per_sequence_fp8_cache = Seconds{20e-9};
+  law.eta_memory = 0.8;
+  law.split_kv = true;
+  EfficiencyProfile prof;
+  prof.name = "law";
+  prof.kernels[static_cast<std::size_t>(KernelFamily::absorbed_decode)] = law;
+  const Roofline rf = roofline_for(h100, DType::bf16, prof);
+  std::string table = "kernel,batch,kv_len,heads,kv_dtype,latency_us\n";
+  // Batches innermost, seven of them, so that the even/odd split trains on every series.
+  for (const KvDtype kv : {KvDtype::bf16, KvDtype::fp8})
+    for (int heads : {32, 128})
+      for (int keys : {1024, 4096, 16384})
+        for (int b : {1, 4, 16, 64, 128, 256, 512}) {
+          const Op op = latent_decode_op(m, b, keys, heads, kv);
+          CHECK(runs_at_fp8_peak(op, rf) == (kv == KvDtype::fp8));
+          table += fmt::format("absorbed_decode,{},{},{},{},{:.6f}\n", b, keys, heads, kv == KvDtype::fp8 ? "fp8" : "bf16", op_time(op, rf).time.value * 1e6);
+        }
+  Scratch s("against-fp8-latent");
+  s.write("t.csv", table);
+  const GemmRefit refit(s, h100, "absorbed_decode");
+  const nlohmann::json& g = refit.gemm;
+  INFO(g.dump());
+  CHECK(g["eta_compute"].get<double>() == Approx(0.5).epsilon(0.05));
+  REQUIRE(g.contains("eta_compute_fp8"));
+  CHECK(g["eta_compute_fp8"].get<double>() == Approx(0.3).epsilon(0.05));
+  REQUIRE(g.contains("t_fixed_fp8_cache_s"));
+  CHECK(g["t_fixed_fp8_cache_s"].get<double>() == Approx(3e-6).epsilon(0.15));
+  CHECK(g["eta_memory"].get<double>() == Approx(0.8).epsilon(0.05));
+  CHECK(refit.held_out_median() < 0.02);  // held-out median error of the refit
+}
+
+TEST_CASE("Against: an η_c that no row's compute bound reaches is the least that explains the rows", "[validate]") {
+  // Latent decode rows on an H100 timed at η_c 1: at 16 and 32 heads and a bf16 cache every row is
+  // bound by its bytes, so any η_c above some value explains them alike. The fit takes the least such
+  // value, what the rows show the kernel reaches: there every row still times as given, and 5% lower
+  // some row turns compute-bound and slower.
+  const ModelSpec m = load_model("deepseek-v3");
+  const HardwareSpec h100 = load_gpu("h100");
+  KernelEfficiency law;
+  law.fixed = Seconds{8e-6};
+  law.per_sequence = Seconds{50e-9};
+  law.eta_compute = 1;
+  law.eta_memory = 0.8;
+  law.split_kv = true;
+  std::string table = "kernel,batch,kv_len,heads,latency_us\n";
+  std::vector<std::pair<Op, double>> rows;
+  for (int b : {1, 4, 16, 64, 128, 256, 512})
+    for (int keys : {1024, 4096, 16384})
+      for (int heads : {16, 32}) {
+        const Op op = latent_decode_op(m, b, keys, heads);
+        const double t = calibrated_time(op, law, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false, Bytes{0}).time().value;
+        rows.push_back({op, t});
+        table += fmt::format("absorbed_decode,{},{},{},{:.6f}\n", b, keys, heads, t * 1e6);
+      }
+  Scratch s("against-least-eta");
+  s.write("t.csv", table);
+  const GemmRefit refit(s, h100, "absorbed_decode");
+  const double eta = refit.gemm["eta_compute"].get<double>();
+  INFO(refit.gemm.dump());
+  CHECK(eta < 0.9);
+  // The largest slowdown over the rows with the law's parameters at a given η_c.
+  auto slowest = [&](double eta_c) {
+    KernelEfficiency k = law;
+    k.eta_compute = eta_c;
+    double worst = 0;
+    for (const auto& [op, t] : rows)
+      worst = std::max(worst, calibrated_time(op, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false, Bytes{0}).time().value / t - 1);
+    return worst;
+  };
+  CHECK(slowest(eta) < 0.01);
+  CHECK(slowest(0.95 * eta) > 0.01);
+}
+
+TEST_CASE("Against: the latent efficiency is never lowered below the highest rate a row reached", "[validate]") {
+  // Latent decode rows on an H100 timed at η_c 0.5: four 128-head rows exactly (compute-bound), the
+  // 16- and 32-head rows (bound by their bytes) 30% slower or faster by turns, noise that makes 1% of
+  // the fit's loss worth more than the compute-bound rows timed 15% slow. Lowering η_c within that 1%
+  // would time the fastest rows slower than they ran; the floor keeps η_c where they put it.
+  const ModelSpec m = load_model("deepseek-v3");
+  const HardwareSpec h100 = load_gpu("h100");
+  KernelEfficiency law;
+  law.fixed = Seconds{8e-6};
+  law.eta_compute = 0.5;
+  law.eta_memory = 0.8;
+  law.split_kv = true;
+  std::string table = "kernel,batch,kv_len,heads,latency_us\n";
+  int i = 0;
+  for (int heads : {16, 32})
+    for (int keys : {1024, 2048, 4096, 8192, 16384, 32768})
+      for (int b : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}) {
+        const double noise = i++ % 4 < 2 ? 1.3 : 1 / 1.3;
+        table += fmt::format("absorbed_decode,{},{},{},{:.6f}\n", b, keys, heads, latent_decode_time(m, h100, law, b, keys, heads) * noise * 1e6);
+      }
+  for (int keys : {16384, 32768})
+    for (int b : {512, 1024})
+      table += fmt::format("absorbed_decode,{},{},128,{:.6f}\n", b, keys, latent_decode_time(m, h100, law, b, keys, 128) * 1e6);
+  Scratch s("against-eta-floor");
+  s.write("t.csv", table);
+  const GemmRefit refit(s, h100, "absorbed_decode");
+  INFO(refit.gemm.dump());
+  CHECK(refit.gemm["eta_compute"].get<double>() == Approx(0.5).epsilon(0.03));
 }

@@ -73,6 +73,12 @@ std::vector<double> grid_fit(const std::vector<std::vector<double>>& axes, const
   return best;
 }
 
+double least_as_good(double fitted, double lo, double tolerated, const std::function<double(double)>& loss) {
+  for (const double v : geometric_axis(std::min(lo, fitted), fitted, 96))
+    if (v >= fitted || loss(v) <= tolerated) return v;
+  return fitted;
+}
+
 std::vector<double> geometric_axis(double lo, double hi, int steps) {
   std::vector<double> v;
   for (int i = 0; i <= steps; ++i) v.push_back(lo * std::pow(hi / lo, static_cast<double>(i) / steps));

@@ -22,6 +22,12 @@ double log_error_sq(Seconds predicted, Seconds measured);
 std::vector<double> grid_fit(const std::vector<std::vector<double>>& axes, const std::function<double(const std::vector<double>&)>& loss,
                              int refine = 0);
 
+// The least value on a geometric axis from min(lo, fitted) up to `fitted` (96 steps) whose loss is at
+// most `tolerated`; `fitted` where none below it is. An efficiency the rows leave free above some
+// value (none of them bound by it) is taken at the least that explains them as well, not wherever a
+// search stopped.
+double least_as_good(double fitted, double lo, double tolerated, const std::function<double(double)>& loss);
+
 // A values from `lo` to `hi` in `steps` equal ratios (lo, …, hi: steps + 1 values).
 std::vector<double> geometric_axis(double lo, double hi, int steps);
 

@@ -418,7 +418,7 @@ std::string path_label(const PathResult& p) {
 }  // namespace
 
 ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roofline& rf, const OpTime& t) {
-  const bool fp8 = op.fp8 && rf.peak_fp8.value > 0;
+  const bool fp8 = runs_at_fp8_peak(op, rf);
   const FlopsPerSecond peak = fp8 ? rf.peak_fp8 : rf.peak;
   if (t.calibrated) {
     // The family's calibrated time (efficiency.hpp), every term substituted.

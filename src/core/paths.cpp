@@ -507,7 +507,11 @@ PathPlan mla_path(const MlaGeometry& g, const Workload& w, PathKind kind) {
     case PathKind::absorb: {
       const double splits = static_cast<double>(std::max<std::int64_t>(1, w.kv_splits));
       p.add(q_absorb(g, t));
-      p.add(latent_attention(OpId::latent_attention_mqa, g, t, t.pairs, t.keys, splits, latent_tiling(g, w, 0)));
+      Op latent = latent_attention(OpId::latent_attention_mqa, g, t, t.pairs, t.keys, splits, latent_tiling(g, w, 0));
+      // Over an fp8 cache, the fp8 generation kernel where the GPU runs one (Roofline::latent_fp8):
+      // the fp8 peak and the family's fp8-cache launch costs.
+      latent.fp8_cache = w.kv == KvDtype::fp8;
+      p.add(latent);
       if (splits > 1) p.add(split_kv_merge(g, t, splits));
       p.add(v_absorb(g, t));
       break;

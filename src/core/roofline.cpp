@@ -14,6 +14,7 @@ Roofline roofline_for(const HardwareSpec& hw, DType compute, const Efficiency& e
   rf.eta_source = eta.source;
   rf.peak_fp8 = hw.peak_flops(DType::fp8).value_or(FlopsPerSecond{0});
   rf.fp8_compute = compute == DType::fp8 && rf.peak_fp8.value > 0;
+  rf.latent_fp8 = latent_decode_reads_fp8_cache(hw).value_or(false);
   rf.peak_cuda_core = hw.peak_flops(DType::fp32).value_or(FlopsPerSecond{0});
   return rf;
 }
@@ -21,9 +22,12 @@ Roofline roofline_for(const HardwareSpec& hw, DType compute, const Efficiency& e
 Roofline roofline_for(const HardwareSpec& hw, DType compute, const EfficiencyProfile& profile) {
   Roofline rf = roofline_for(hw, compute, Efficiency{});
   rf.kernels = profile.kernels;
-  if (!runs_fp8_cache_decode_kernel(hw))
-    for (auto& k : rf.kernels)
-      if (k) k->fixed_fp8_cache.reset(), k->per_sequence_fp8_cache.reset();
+  // The fp8-cache launch costs where the GPU runs the fp8-cache kernel they were fitted on: GQA's
+  // (XQA's QGMMA kernels) on Hopper, the latent family's where fp8 generation MLA runs.
+  for (std::size_t f = 0; f < rf.kernels.size(); ++f) {
+    const bool runs = static_cast<KernelFamily>(f) == KernelFamily::absorbed_decode ? rf.latent_fp8 : runs_fp8_cache_decode_kernel(hw);
+    if (auto& k = rf.kernels[f]; k && !runs) k->fixed_fp8_cache.reset(), k->per_sequence_fp8_cache.reset();
+  }
   rf.sms = static_cast<double>(hw.sm_count);
   rf.eta_source = profile.describe();
   return rf;
@@ -45,6 +49,7 @@ Roofline speed_of_light(const Roofline& rf) {
   s.peak_fp8 = rf.peak_fp8;
   s.peak_cuda_core = rf.peak_cuda_core;
   s.fp8_compute = rf.fp8_compute;
+  s.latent_fp8 = rf.latent_fp8;
   return s;
 }
 
@@ -61,13 +66,15 @@ bool Roofline::calibrated() const {
 namespace {
 
 // The peak an op runs at: fp8 ops at the fp8 peak where the GPU has one.
-FlopsPerSecond op_peak(const Op& op, const Roofline& rf) { return op.fp8 && rf.peak_fp8.value > 0 ? rf.peak_fp8 : rf.peak; }
+FlopsPerSecond op_peak(const Op& op, const Roofline& rf) { return runs_at_fp8_peak(op, rf) ? rf.peak_fp8 : rf.peak; }
 
 }  // namespace
 
-bool takes_fp8_efficiency(const Op& op, const Roofline& rf) {
-  return (op.fp8 && rf.peak_fp8.value > 0) || rf.fp8_compute;
+bool runs_at_fp8_peak(const Op& op, const Roofline& rf) {
+  return rf.peak_fp8.value > 0 && (op.fp8 || (op.fp8_cache && rf.latent_fp8 && family_of(op) == KernelFamily::absorbed_decode));
 }
+
+bool takes_fp8_efficiency(const Op& op, const Roofline& rf) { return runs_at_fp8_peak(op, rf) || rf.fp8_compute; }
 
 OpTime op_time(const Op& op, const Roofline& rf) {
   // A step's ops are priced from DRAM (no L2 term): whether a pass finds its tensor still in the L2
@@ -85,7 +92,7 @@ OpTime op_time(const Op& op, const Roofline& rf) {
     return t;
   }
   t.fixed = rf.launch;
-  t.compute = op.fp8 && rf.peak_fp8.value > 0 ? op.flops / (rf.peak_fp8 * rf.eta_compute) : op.flops / rf.attainable_compute();
+  t.compute = runs_at_fp8_peak(op, rf) ? op.flops / (rf.peak_fp8 * rf.eta_compute) : op.flops / rf.attainable_compute();
   t.memory = op.bytes() / rf.attainable_bandwidth();
   t.time = std::max(t.compute, t.memory) + rf.launch;
   t.compute_bound = t.compute >= t.memory;
@@ -133,7 +140,7 @@ PathCost path_cost(const PathPlan& p, const Roofline& rf) {
   const double per_byte = 1 / rf.attainable_bandwidth().value;
   PathCost c;
   for (const Op& op : p) {
-    const Seconds compute{op.flops.value * (op.fp8 ? per_fp8_flop : per_flop)}, memory{op.bytes().value * per_byte};
+    const Seconds compute{op.flops.value * (runs_at_fp8_peak(op, rf) ? per_fp8_flop : per_flop)}, memory{op.bytes().value * per_byte};
     c.flops += op.flops;
     c.bytes += op.bytes();
     c.workspace_bytes = std::max(c.workspace_bytes, op.workspace_bytes);

@@ -19,6 +19,11 @@ struct Roofline {
   // indexer); 0: the GPU has none, and they run at `peak`.
   FlopsPerSecond peak_fp8{0};
   bool fp8_compute = false;  // `peak` is the fp8 peak (the compute dtype is fp8)
+  // The GPU runs fp8 generation MLA over an fp8 cache (latent_decode_reads_fp8_cache): TensorRT-LLM
+  // quantises the query to E4M3 (attentionOp.cpp@eea41b73:985-1005, mlaKernels.cu@2423fe2a:529-552)
+  // and runs QK and PV on fp8 tensor cores (sm90: FlashMLA's E4M3 instantiation, :1175-1176 and
+  // :1224-1226, flash_fwd_mla_kernel.h@08f1ea31:101-110; sm100: TRTLLM-GEN with E4M3 Q, :2768-2775).
+  bool latent_fp8 = false;
   // The non-tensor FP32 peak, at which a calibrated family's MMHA launches compute where the family
   // has eta_compute_mmha (efficiency.hpp); 0: unknown.
   FlopsPerSecond peak_cuda_core{0};
@@ -64,6 +69,9 @@ OpTime op_time(const Op& op, const Roofline& rf);
 // Whether an op's calibrated time takes its family's fp8 efficiency: it runs at the fp8 peak (an fp8
 // op, or fp8 compute); a per-tensor-scaled fp8 GEMM its per-tensor one where the family has it.
 bool takes_fp8_efficiency(const Op& op, const Roofline& rf);
+// Whether an op computes at the fp8 peak: an fp8 op, or the absorbed path's latent attention over an
+// fp8 cache where the GPU runs fp8 generation MLA; never where the GPU has no fp8 peak.
+bool runs_at_fp8_peak(const Op& op, const Roofline& rf);
 
 struct PathCost {
   Flops flops{0};
