@@ -182,6 +182,22 @@ double parts_time(const RowParts& p, const KernelEfficiency& k) {
   return p.held + p.launches * (p.own ? k.fixed.value : 0) + fixed_ctas + std::max(streaming, blocks) + p.other;
 }
 
+// The highest fraction of its peak any bf16 (or fp8) row of `train` computed at under `k`: its compute
+// term at η = 1 over its time beyond other kernels.
+double highest_compute_share(const std::vector<std::pair<const Row*, double>>& train, KernelEfficiency k, bool fp8_rows) {
+  k.eta_compute = 1;
+  if (k.eta_compute_fp8) k.eta_compute_fp8 = 1;
+  double reached = 0;
+  for (const auto& [r, w] : train) {
+    if (r->fp8 != fp8_rows) continue;
+    KernelEfficiency own = k;
+    if (r->split_kv) own.split_kv = *r->split_kv;
+    const RowParts p = row_parts(*r, own);
+    if (r->measured_s > p.other) reached = std::max(reached, p.compute / (r->measured_s - p.other));
+  }
+  return reached;
+}
+
 // Fits one kernel family on `train`. Each GPU's rows weigh as much in all as another's (a table of
 // 41 rows counts as much as one of 2,896), and a GPU's rows are thinned to every k-th past 250 so
 // that a fit takes seconds whatever the tables' sizes.
@@ -442,17 +458,7 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   if (kernel == kDecode) {
     auto lower = [&](double& (*at)(KernelEfficiency&), bool fp8_rows) {
       const double tolerated = loss_of(*best) * 1.01 + 1e-12;
-      KernelEfficiency full = best->eff;
-      full.eta_compute = 1;
-      if (full.eta_compute_fp8) full.eta_compute_fp8 = 1;
-      double reached = 0;
-      for (const auto& [r, w] : train) {
-        if (r->fp8 != fp8_rows) continue;
-        KernelEfficiency own = full;
-        if (r->split_kv) own.split_kv = *r->split_kv;
-        const RowParts p = row_parts(*r, own);
-        if (r->measured_s > p.other) reached = std::max(reached, p.compute / (r->measured_s - p.other));
-      }
+      const double reached = highest_compute_share(train, best->eff, fp8_rows);
       double& eta = at(best->eff);
       eta = least_as_good(eta, std::max(0.05, reached), tolerated, [&](double e) {
         GpuKernelFit g = *best;
