@@ -18,7 +18,8 @@ read with `git show`). Writes, per GPU, the tables below in the format `mlaplan-
                           shapes: head_dim 128, no window, 8-64 query heads over 1-8 KV heads; decode
                           rows (kv_len = the cached tokens + the new one; bf16 kernel over a bf16 or
                           fp8 cache) and causal prompts (seq_len; bf16, or the fp8 kernel on an fp8
-                          cache); the first row of each shape
+                          cache); the first row of each shape; kv_pool k_only where the
+                          collector's pool held keys only (before its 1.3.0rc20 tables)
 
 H20 and H200 are never transcribed: they are held out.
 """
@@ -32,11 +33,15 @@ import parquet2csv  # noqa: E402
 DATA = 'aic-core/src/aiconfigurator_core/systems/data'
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'validate', 'published')
 
-# mlaplan folder: (aiconfigurator system, TensorRT-LLM version of the tables already transcribed)
+# mlaplan folder: (aiconfigurator system, TensorRT-LLM version of the tables already transcribed,
+# whether its attention tables were timed over a keys-only pool). Until its 1.3.0rc20 tables the
+# collector gave GQA attention TensorRT-LLM's CacheType.SELFKONLY pool, whose value offsets are the
+# key offsets (collector/trtllm/collect_attn.py@efcae124:98; CacheType.SELF from dec5f4cd): those
+# rows get kv_pool k_only, which `mlaplan-validate --against` reads.
 GPUS = {
-    'a100-80gb': ('a100_sxm', '1.0.0'),
-    'h100-sxm': ('h100_sxm', '1.3.0rc20'),
-    'b200': ('b200_sxm', '1.3.0rc20'),
+    'a100-80gb': ('a100_sxm', '1.0.0', True),
+    'h100-sxm': ('h100_sxm', '1.3.0rc20', False),
+    'b200': ('b200_sxm', '1.3.0rc20', False),
 }
 
 
@@ -53,7 +58,7 @@ def main():
         sys.exit(__doc__)
     git_dir = sys.argv[1]
     commit = sys.argv[2] if len(sys.argv) == 3 else 'HEAD'
-    for folder, (system, version) in GPUS.items():
+    for folder, (system, version, k_only) in GPUS.items():
         src = f'{DATA}/{system}/mla_bmm/trtllm/{version}/mla_bmm_perf.parquet'
         rows = parquet2csv.rows_at(git_dir, commit, src)
         if rows:
@@ -85,11 +90,11 @@ def main():
                 if key in seen:
                     continue
                 seen.add(key)
-                out.append(['attention_decode' if decode else 'attention', r['batch_size'], kv_len, seq_len, r['num_heads'], r['num_key_value_heads'], '128', kv, kernel,
-                            f"{float(r['latency']) * 1000:.4f}"])
+                out.append(['attention_decode' if decode else 'attention', r['batch_size'], kv_len, seq_len, r['num_heads'], r['num_key_value_heads'], '128', kv, kernel]
+                           + (['k_only'] if k_only else []) + [f"{float(r['latency']) * 1000:.4f}"])
         if out:
             write(os.path.join(ROOT, folder, 'attention-trtllm.csv'),
-                  ['kernel', 'batch', 'kv_len', 'seq_len', 'heads', 'kv_heads', 'head_dim', 'kv_dtype', 'dtype', 'latency_us'], out)
+                  ['kernel', 'batch', 'kv_len', 'seq_len', 'heads', 'kv_heads', 'head_dim', 'kv_dtype', 'dtype'] + (['kv_pool'] if k_only else []) + ['latency_us'], out)
 
 
 if __name__ == '__main__':

@@ -30,6 +30,7 @@
 #include "mlaplan/core/efficiency.hpp"
 #include "mlaplan/core/paths.hpp"
 #include "mlaplan/core/serving.hpp"
+#include "mlaplan/io/csv_records.hpp"
 #include "mlaplan/io/efficiency_json.hpp"
 #include "mlaplan/io/error.hpp"
 #include "mlaplan/io/hardware_json.hpp"
@@ -514,6 +515,17 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
            {prefill_header + "absorbed_decode,4,,4096,128,bf16,30,trtllm\n", f + ": key 'preprocess' = trtllm: row 1: only expanded_prefill rows carry it"},
            {"kernel,m,n,k,dtype,latency_us,preprocess\ngemm,64,128,7168,fp8,3,none\n", f + ": key 'preprocess' = none: row 1: only expanded_prefill rows carry it"},
            {prefill_header + "expanded_prefill,1,1024,,128,bf16,140,trtllm\nexpanded_prefill,1,1024,,128,fp8,150,none\nabsorbed_decode,4,,4096,128,bf16,30,\n", "(accepted)"}}) {
+    s.write("t.csv", table);
+    CHECK(against_error(s.dir) == message);
+  }
+  // The pool a GQA table was timed over: `kv` or `k_only`, GQA attention rows only.
+  const std::string pool_header = "kernel,batch,kv_len,seq_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us,kv_pool\n";
+  for (const auto& [table, message] : std::vector<std::pair<std::string, std::string>>{
+           {pool_header + "attention_decode,4,4096,,32,8,128,bf16,bf16,25,K_ONLY\n", f + ": key 'kv_pool' = K_ONLY: row 1: expected kv or k_only"},
+           {pool_header + "attention_decode,4,4096,,32,8,128,bf16,bf16,25,v_only\n", f + ": key 'kv_pool' = v_only: row 1: expected kv or k_only"},
+           {"kernel,batch,kv_len,latency_us,kv_pool\nabsorbed_decode,4,4096,30.5,k_only\n", f + ": key 'kv_pool' = k_only: row 1: only GQA attention rows (attention, attention_decode) carry it"},
+           {"kernel,m,n,k,dtype,latency_us,kv_pool\ngemm,64,128,7168,bf16,3,kv\n", f + ": key 'kv_pool' = kv: row 1: only GQA attention rows (attention, attention_decode) carry it"},
+           {pool_header + "attention_decode,4,4096,,32,8,128,bf16,bf16,25,k_only\nattention,2,,1024,32,8,128,bf16,bf16,30,kv\nattention_decode,4,4096,,32,8,128,bf16,bf16,25,\n", "(accepted)"}}) {
     s.write("t.csv", table);
     CHECK(against_error(s.dir) == message);
   }
@@ -1149,6 +1161,60 @@ TEST_CASE("Against: GQA decode and prompt attention, worked by hand at speed of 
   CHECK(rows[2][col("kernel")] == "attention");
   CHECK(std::stod(rows[2][col("predicted_sol_s")]) ==
         Approx(std::max(17196646400.0 / h100.peak_flops(DType::fp8)->value, 37748736.0 / bw)).epsilon(1e-9));
+}
+
+TEST_CASE("Against: decode rows timed over a keys-only pool read their values from L2 where the keys are still there", "[validate]") {
+  // aiconfigurator's A100 tables were timed over TensorRT-LLM's keys-only pool (kv_pool k_only),
+  // whose value offsets are the key offsets. At speed of light on an A100 (108 SMs, 40 MiB of L2):
+  const HardwareSpec a100 = load_gpu("a100-80gb");
+  REQUIRE(a100.sm_count == 108);
+  REQUIRE(a100.l2_cache.value == 40LL << 20);
+  const std::string head = "kernel,batch,kv_len,seq_len,heads,kv_heads,head_dim,kv_dtype,dtype,kv_pool,latency_us\n";
+  const std::string shapes[] = {"attention_decode,64,8192,,32,8,128,bf16,bf16,{},400\n", "attention_decode,128,8192,,8,8,128,bf16,bf16,{},2500\n",
+                                "attention_decode,2048,256,,8,8,128,bf16,bf16,{},850\n", "attention,2,,1024,32,8,128,bf16,bf16,{},30\n"};
+  std::string full = head, k_only = head;
+  for (const std::string& row : shapes) full += fmt::format(fmt::runtime(row), "kv"), k_only += fmt::format(fmt::runtime(row), "k_only");
+  const AgainstRows kv("against-kv-pool", a100, full), ko("against-k-only-pool", a100, k_only);
+  REQUIRE(kv.size() == 5);
+  REQUIRE(ko.size() == 5);
+  const double bw = a100.memory_bandwidth.value;
+  const auto sol = [](const AgainstRows& rows, std::size_t i) { return std::stod(rows[i][rows.col("predicted_sol_s")]); };
+  // XQA (a group of 4, 64 sequences): reads a tile's keys, then its values, from L2. Keys and values
+  // 64·8,192 x 8 KV heads x 256 x 2 B = 2,147,483,648, queries and outputs 2 x 64·32·128·2 = 1,048,576;
+  // 8.6 GFLOP, memory-bound either way.
+  CHECK(sol(kv, 1) == Approx(2148532224.0 / bw).epsilon(1e-9));
+  CHECK(sol(ko, 1) == Approx(1074790400.0 / bw).epsilon(1e-9));
+  // MMHA (a group of 1) over 8,192 keys: a block per head and sequence reads its 2 MiB of keys before
+  // any value; a wave of 108 such blocks reads 216 MiB in between, more than L2 holds: values from
+  // DRAM, the same bytes as over a pool of keys and values.
+  CHECK(sol(ko, 2) == sol(kv, 2));
+  // MMHA over 256 keys: 64 KiB of keys a block, 6.75 MiB a wave: values from L2. Keys 2,048·256 x 8 x
+  // 256 x 2 B = 1,073,741,824 of the 2,147,483,648, queries and outputs 2 x 2,048·8·128·2 = 8,388,608.
+  CHECK(sol(kv, 3) == Approx(2155872256.0 / bw).epsilon(1e-9));
+  CHECK(sol(ko, 3) == Approx(1082130432.0 / bw).epsilon(1e-9));
+  // A prompt reads its keys and values from its QKV input, not the pool.
+  CHECK(sol(ko, 4) == sol(kv, 4));
+}
+
+TEST_CASE("Published: the A100 attention tables say they were timed over a keys-only pool, H100's and B200's do not", "[validate]") {
+  // aiconfigurator's 1.0.0 tables (A100) predate its collector's keys-and-values pool; 1.3.0rc20's
+  // (H100, B200) do not.
+  const fs::path published = fs::path(MLAPLAN_TEST_SOURCE_DIR) / "validate" / "published";
+  for (const auto& [gpu, pool] : {std::pair{"a100-80gb", "k_only"}, std::pair{"h100-sxm", ""}, std::pair{"b200", ""}}) {
+    INFO(gpu);
+    CsvRows rows;
+    rows.assign_from(parse_csv(read_text(published / gpu / "attention-trtllm.csv")));
+    REQUIRE(rows.size() > 1000);
+    const auto it = std::find(rows.front().begin(), rows.front().end(), "kv_pool");
+    if (std::string(pool).empty()) {
+      CHECK(it == rows.front().end());
+      continue;
+    }
+    REQUIRE(it != rows.front().end());
+    const std::size_t c = rows.col("kv_pool");
+    const std::string want = pool;
+    CHECK(std::all_of(rows.begin() + 1, rows.end(), [&](const std::vector<std::string>& r) { return r.at(c) == want; }));
+  }
 }
 
 TEST_CASE("Against: DeepSeek-V3.2's indexer scores and sparse attention, worked by hand at speed of light", "[validate]") {

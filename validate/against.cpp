@@ -595,6 +595,21 @@ ModelSpec one_layer(const ModelSpec& m, double heads) {
   return mm;
 }
 
+// Whether a decode row timed over a keys-only pool (kv_pool k_only) reads its values from L2: the
+// values are the keys it read before, still in L2 if the keys the launch reads meanwhile fit there.
+// XQA reads a tile's keys, then the same tile's values: yes. MMHA reads all of a block's keys before
+// any value, so a wave of blocks (one per SM) reads its blocks' whole key ranges in between: yes only
+// where those fit the GPU's L2. A100's table shows both: MMHA at 8 heads of 8 over 256 keys
+// (64 KB of keys per block, 7 MB a wave) streams 2,048 sequences at 2.5 TB/s of keys and values,
+// above the 2.04 TB/s its HBM moves; over 8,192 keys (2 MB a block, 216 MB a wave) 1.7 TB/s.
+bool k_only_values_in_l2(const Row& r) {
+  const LaunchShape l = launch_shape(r.op.tiling, sms_of(r));
+  if (!l.mmha) return true;
+  if (!(l.ctas > 0) || !(r.heads > 0) || !(r.kv_heads > 0)) return false;
+  const double keys_per_block = r.op.cache_bytes_read.value / 2 * (r.heads / r.kv_heads) / l.ctas;
+  return std::min(l.ctas, sms_of(r)) * keys_per_block <= static_cast<double>(r.gpu->l2_cache.value);
+}
+
 // A GQA/MHA/MQA attention row: `batch` sequences of `heads` query heads sharing `kv_heads` KV heads
 // of width `head_dim`, decoding one token after `kv_len` − 1 cached keys (attention_decode) or
 // filling a causal prompt of `seq_len` tokens (attention); the cache in `kv_dtype`, the kernel in
@@ -643,6 +658,21 @@ void read_gqa_attention(const Table2& t, const std::vector<std::string>& row, st
   // A prompt row on the fp8 context kernel starts at costs of its own: fitted apart where the rows
   // time both kernels.
   if (!decode) r.op.fp8_cache = r.fp8;
+  // kv_pool `k_only`: the table was timed over a pool that holds keys only (TensorRT-LLM's
+  // CacheType::kSELFKONLY, which aiconfigurator's collector gave GQA attention until its 1.3.0rc20
+  // tables: collector/trtllm/collect_attn.py@efcae124:98, CacheType.SELF from dec5f4cd). There a
+  // block's value offset is its key offset (WindowBlockManager::setOffsets, fieldIdx 0 for
+  // kSELFKONLY: cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp@b35ac1b6), so a decode kernel
+  // reads its values from the keys it read before, from L2 where they are still there
+  // (k_only_values_in_l2). A prompt's kernel reads K and V from its QKV input, not the pool: its
+  // bytes do not change. `kv` or absent: a pool of keys and values.
+  const std::string pool = text_field(t, row, "kv_pool", "kv");
+  if (pool != "kv" && pool != "k_only") fail_key(file, "kv_pool", pool, fmt::format("row {}: expected kv or k_only", i + 1));
+  if (pool == "k_only" && decode && k_only_values_in_l2(r)) {
+    const double values = r.op.cache_bytes_read.value / 2;
+    r.op.cache_bytes_read = BytesF{values};
+    r.op.bytes_read = BytesF{r.op.bytes_read.value - values};
+  }
 }
 
 // A DeepSeek-V3.2 (DSA) row on the MLA shapes of `m`: `batch` sequences of `query` new tokens after
@@ -694,7 +724,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
   std::sort(files.begin(), files.end());
   if (files.empty()) fail(dir.string(), "holds no .csv files");
   const std::set<std::string> known{"kernel", "batch", "kv_len", "seq_len", "latency_us", "heads", "query", "kv_dtype", "m", "n", "k", "dtype", "a_dtype", "op", "groups",
-                                    "kv_heads", "head_dim", "topk", "other_us", "act_quant", "preprocess"};
+                                    "kv_heads", "head_dim", "topk", "other_us", "act_quant", "preprocess", "kv_pool"};
   std::vector<Row> rows;
   // A parsed row, with its speed-of-light time, joins the table.
   auto keep = [&rows](Row& r) {
@@ -717,6 +747,8 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       for (const char* col : {"other_us", "act_quant"})
         if (r.kernel != kGemm && !text_field(t, cells, col, "").empty())
           fail_key(file, col, text_field(t, cells, col, ""), fmt::format("row {}: only gemm rows carry it", i + 1));
+      if (r.kernel != kAttention && r.kernel != kAttentionDecode && !text_field(t, cells, "kv_pool", "").empty())
+        fail_key(file, "kv_pool", text_field(t, cells, "kv_pool", ""), fmt::format("row {}: only GQA attention rows (attention, attention_decode) carry it", i + 1));
       if (r.kernel != kPrefill && !text_field(t, cells, "preprocess", "").empty())
         fail_key(file, "preprocess", text_field(t, cells, "preprocess", ""), fmt::format("row {}: only expanded_prefill rows carry it", i + 1));
       if (r.kernel == kGrouped) {
