@@ -1171,29 +1171,43 @@ TEST_CASE("Against: decode rows timed over a keys-only pool read their values fr
   REQUIRE(a100.l2_cache.value == 40LL << 20);
   const std::string head = "kernel,batch,kv_len,seq_len,heads,kv_heads,head_dim,kv_dtype,dtype,kv_pool,latency_us\n";
   const std::string shapes[] = {"attention_decode,64,8192,,32,8,128,bf16,bf16,{},400\n", "attention_decode,128,8192,,8,8,128,bf16,bf16,{},2500\n",
-                                "attention_decode,2048,256,,8,8,128,bf16,bf16,{},850\n", "attention,2,,1024,32,8,128,bf16,bf16,{},30\n"};
+                                "attention_decode,2048,256,,8,8,128,bf16,bf16,{},850\n",  "attention,2,,1024,32,8,128,bf16,bf16,{},30\n",
+                                "attention_decode,32,512,,8,8,128,bf16,bf16,{},40\n",     "attention_decode,64,512,,8,8,128,bf16,bf16,{},60\n",
+                                "attention_decode,8,2048,,64,1,128,bf16,bf16,{},20\n"};
   std::string full = head, k_only = head;
   for (const std::string& row : shapes) full += fmt::format(fmt::runtime(row), "kv"), k_only += fmt::format(fmt::runtime(row), "k_only");
   const AgainstRows kv("against-kv-pool", a100, full), ko("against-k-only-pool", a100, k_only);
-  REQUIRE(kv.size() == 5);
-  REQUIRE(ko.size() == 5);
+  REQUIRE(kv.size() == 8);
+  REQUIRE(ko.size() == 8);
   const double bw = a100.memory_bandwidth.value;
   const auto sol = [](const AgainstRows& rows, std::size_t i) { return std::stod(rows[i][rows.col("predicted_sol_s")]); };
   // XQA (a group of 4, 64 sequences): reads a tile's keys, then its values, from L2. Keys and values
-  // 64·8,192 x 8 KV heads x 256 x 2 B = 2,147,483,648, queries and outputs 2 x 64·32·128·2 = 1,048,576;
-  // 8.6 GFLOP, memory-bound either way.
+  // 64·8,192 x 8 KV heads x 128 x 2 x 2 B = 2,147,483,648, queries and outputs 2 x 64·32·128·2 =
+  // 1,048,576; 8.6 GFLOP, memory-bound either way.
   CHECK(sol(kv, 1) == Approx(2148532224.0 / bw).epsilon(1e-9));
   CHECK(sol(ko, 1) == Approx(1074790400.0 / bw).epsilon(1e-9));
   // MMHA (a group of 1) over 8,192 keys: a block per head and sequence reads its 2 MiB of keys before
-  // any value; a wave of 108 such blocks reads 216 MiB in between, more than L2 holds: values from
-  // DRAM, the same bytes as over a pool of keys and values.
+  // any value; the 432 blocks resident at once (4 an SM) read 864 MiB in between, more than L2 holds:
+  // values from DRAM, the same bytes as over a pool of keys and values.
   CHECK(sol(ko, 2) == sol(kv, 2));
-  // MMHA over 256 keys: 64 KiB of keys a block, 6.75 MiB a wave: values from L2. Keys 2,048·256 x 8 x
-  // 256 x 2 B = 1,073,741,824 of the 2,147,483,648, queries and outputs 2 x 2,048·8·128·2 = 8,388,608.
+  // MMHA over 256 keys: 64 KiB of keys a block, 27 MiB over 432 blocks: values from L2. Keys 2,048·256
+  // x 8 KV heads x 128 x 2 B = 1,073,741,824, half of the keys and values; queries and outputs
+  // 2 x 2,048·8·128·2 = 8,388,608.
   CHECK(sol(kv, 3) == Approx(2155872256.0 / bw).epsilon(1e-9));
   CHECK(sol(ko, 3) == Approx(1082130432.0 / bw).epsilon(1e-9));
   // A prompt reads its keys and values from its QKV input, not the pool.
   CHECK(sol(ko, 4) == sol(kv, 4));
+  // MMHA over 512 keys, 128 KiB of keys a block: 32 sequences launch 256 blocks, 32 MiB, values from L2
+  // (keys 32·512 x 8 x 128 x 2 B = 33,554,432 of 67,108,864; queries and outputs 131,072); 64
+  // sequences launch 512, of which 432 at once hold 54 MiB: from DRAM.
+  CHECK(sol(kv, 5) == Approx(67239936.0 / bw).epsilon(1e-9));
+  CHECK(sol(ko, 5) == Approx(33685504.0 / bw).epsilon(1e-9));
+  CHECK(sol(ko, 6) == sol(kv, 6));
+  // MMHA over a group of 64 (no XQA kernel above 32): the 64 blocks of a sequence read its one KV
+  // head's 256 KiB of keys, 3.4 MiB over 432 blocks of shared keys: from L2. Keys 8·2,048 x 128 x 2 B
+  // = 4,194,304; queries and outputs 2 x 8·64·128·2 = 262,144; 0.54 GFLOP, memory-bound.
+  CHECK(sol(kv, 7) == Approx(8650752.0 / bw).epsilon(1e-9));
+  CHECK(sol(ko, 7) == Approx(4456448.0 / bw).epsilon(1e-9));
 }
 
 TEST_CASE("Published: the A100 attention tables say they were timed over a keys-only pool, H100's and B200's do not", "[validate]") {

@@ -595,19 +595,32 @@ ModelSpec one_layer(const ModelSpec& m, double heads) {
   return mm;
 }
 
+// MMHA blocks resident on an SM at once, read off A100's keys-only table (the only one): its MMHA
+// rows (8 query heads over 8 KV heads) read their values from L2 where the keys of the blocks
+// resident between a block's keys and its values fit the 40 MiB L2, seen where the A100 moves more of
+// its bandwidth than H100 does on a real pool. 256 keys (64 KiB a block) at 64 to 2,048 sequences:
+// 0.94-1.23 of the bandwidth against H100's 0.59-0.88, so 108 SMs x R x 64 KiB <= 40 MiB, R <= 5.9;
+// 512 keys (128 KiB) at 64 sequences (512 blocks): 0.68 against 0.72, so min(512, 108 R) x 128 KiB >
+// 40 MiB, R > 2.96. With R = 4 the rule sorts 70 of the 77 such rows bound by their bytes (a third of
+// the bandwidth or more on both GPUs) as the A100-to-H100 ratio does (above 1.1: values from L2; below
+// 1.05: from DRAM), e.g. 512 keys at 32 sequences (256 blocks, 32 MiB) 0.89 against 0.65 and 1,024 at
+// 32 (256 blocks of 256 KiB, 64 MiB) 0.68 against 0.77; the other seven are within 11% of H100's
+// fraction.
+constexpr double kMmhaResidentBlocksPerSm = 4;
+
 // Whether a decode row timed over a keys-only pool (kv_pool k_only) reads its values from L2: the
 // values are the keys it read before, still in L2 if the keys the launch reads meanwhile fit there.
 // XQA reads a tile's keys, then the same tile's values: yes. MMHA reads all of a block's keys before
-// any value, so a wave of blocks (one per SM) reads its blocks' whole key ranges in between: yes only
-// where those fit the GPU's L2. A100's table shows both: MMHA at 8 heads of 8 over 256 keys
-// (64 KB of keys per block, 7 MB a wave) streams 2,048 sequences at 2.5 TB/s of keys and values,
-// above the 2.04 TB/s its HBM moves; over 8,192 keys (2 MB a block, 216 MB a wave) 1.7 TB/s.
+// any value, so the resident blocks read their whole key ranges in between: yes only where those fit
+// the GPU's L2. A KV head's keys are read once by the blocks of its query heads (they share them), so
+// a wave holds its blocks' keys over the head group.
 bool k_only_values_in_l2(const Row& r) {
   const LaunchShape l = launch_shape(r.op.tiling, sms_of(r));
   if (!l.mmha) return true;
-  if (!(l.ctas > 0) || !(r.heads > 0) || !(r.kv_heads > 0)) return false;
-  const double keys_per_block = r.op.cache_bytes_read.value / 2 * (r.heads / r.kv_heads) / l.ctas;
-  return std::min(l.ctas, sms_of(r)) * keys_per_block <= static_cast<double>(r.gpu->l2_cache.value);
+  if (!(l.ctas > 0)) return false;
+  const double distinct_keys_per_block = r.op.cache_bytes_read.value / 2 / l.ctas;
+  const double wave = std::min(l.ctas, kMmhaResidentBlocksPerSm * sms_of(r));
+  return wave * distinct_keys_per_block <= static_cast<double>(r.gpu->l2_cache.value);
 }
 
 // A GQA/MHA/MQA attention row: `batch` sequences of `heads` query heads sharing `kv_heads` KV heads
