@@ -595,10 +595,13 @@ ModelSpec one_layer(const ModelSpec& m, double heads) {
   return mm;
 }
 
-// MMHA blocks resident on an SM at once, read off A100's keys-only table (the only one): its MMHA
-// rows (8 query heads over 8 KV heads) read their values from L2 where the keys of the blocks
-// resident between a block's keys and its values fit the 40 MiB L2, seen where the A100 moves more of
-// its bandwidth than H100 does on a real pool. 256 keys (64 KiB a block) at 64 to 2,048 sequences:
+// MMHA blocks resident on an SM at once: 4 blocks of 256 threads. TensorRT-LLM's launcher says so
+// (decoderMaskedMultiheadAttentionLaunch.h@3585984b, mmha_launch_kernel_ex: "The max number of warps
+// we can launch per SM is 32 limited by registers", above its test batch x heads >= 4 x SMs, past which
+// it launches its 256-thread blocks untuned), and A100's keys-only table agrees. Its MMHA rows (8
+// query heads over 8 KV heads) read their values from L2 where the keys of the blocks resident
+// between a block's keys and its values fit the 40 MiB L2, seen where the A100 moves more of its
+// bandwidth than H100 does on a real pool. 256 keys (64 KiB a block) at 64 to 2,048 sequences:
 // 0.94-1.23 of the bandwidth against H100's 0.59-0.88, so 108 SMs x R x 64 KiB <= 40 MiB, R <= 5.9;
 // 512 keys (128 KiB) at 64 sequences (512 blocks): 0.68 against 0.72, so min(512, 108 R) x 128 KiB >
 // 40 MiB, R > 2.96. With R = 4 the rule sorts 70 of the 77 such rows bound by their bytes (a third of
