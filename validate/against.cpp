@@ -760,13 +760,13 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       if (std::find_if(kKernels.begin(), kKernels.end(), [&](const char* k) { return r.kernel == k; }) == kKernels.end())
         fail_key(file, "kernel", r.kernel.empty() ? "(absent)" : r.kernel,
                  fmt::format("row {}: expected {}", i + 1, kernel_list()));
-      for (const char* col : {"other_us", "act_quant"})
-        if (r.kernel != kGemm && !text_field(t, cells, col, "").empty())
-          fail_key(file, col, text_field(t, cells, col, ""), fmt::format("row {}: only gemm rows carry it", i + 1));
-      if (r.kernel != kAttention && r.kernel != kAttentionDecode && !text_field(t, cells, "kv_pool", "").empty())
-        fail_key(file, "kv_pool", text_field(t, cells, "kv_pool", ""), fmt::format("row {}: only GQA attention rows (attention, attention_decode) carry it", i + 1));
-      if (r.kernel != kPrefill && !text_field(t, cells, "preprocess", "").empty())
-        fail_key(file, "preprocess", text_field(t, cells, "preprocess", ""), fmt::format("row {}: only expanded_prefill rows carry it", i + 1));
+      // Columns only some kernels read: a value on another kernel's row is refused.
+      const bool gemm = r.kernel == kGemm, gqa = r.kernel == kAttention || r.kernel == kAttentionDecode;
+      for (const auto& [col, carries, rows_that] : {std::tuple{"other_us", gemm, "gemm rows"}, std::tuple{"act_quant", gemm, "gemm rows"},
+                                                    std::tuple{"kv_pool", gqa, "GQA attention rows (attention, attention_decode)"},
+                                                    std::tuple{"preprocess", r.kernel == kPrefill, "expanded_prefill rows"}})
+        if (!carries && !text_field(t, cells, col, "").empty())
+          fail_key(file, col, text_field(t, cells, col, ""), fmt::format("row {}: only {} carry it", i + 1, rows_that));
       if (r.kernel == kGrouped) {
         // MoE experts: `groups` [k, n] weight matrices each read once, `m` rows in all (bf16 rows in
         // and out, the serving step's convention), fp8 rows at the fp8 peak.
