@@ -189,8 +189,34 @@ TEST_CASE("Hardware specs: units converted once, every number sourced", "[config
     CHECK(g.sources.count("memory_capacity"));
     CHECK(g.sources.count("memory_bandwidth"));
     CHECK(g.sm_count > 0);
+    CHECK(g.sm_clock_hz >= 1e9);  // a GQA decode block's cost is SM cycles (block_cost_scale)
+    CHECK(g.sources.count("sm_clock"));
     CHECK(!g.architecture.empty());  // efficiencies transfer within an architecture
   }
+  CHECK(load_gpu("a100").sm_clock_hz == 1.41e9);
+  CHECK(load_gpu("h100").sm_clock_hz == 1.98e9);
+  CHECK(load_gpu("b200").sm_clock_hz == 1.965e9);
+  // The clock: one sourced number of 100 to 10,000 MHz, written back as read.
+  const json clocked{{"name", "X"},
+                     {"memory_capacity_gib", {{"value", 80}, {"source", "s"}}},
+                     {"memory_bandwidth_tb_per_s", {{"value", 3}, {"source", "s"}}},
+                     {"dense_peak_tflops", {{"bf16", {{"value", 900}, {"source", "s"}}}}},
+                     {"sm_boost_clock_mhz", {{"value", 1755}, {"source", "deviceQuery"}}}};
+  const HardwareSpec with_clock = parse_hardware(clocked, "x.json");
+  CHECK(with_clock.sm_clock_hz == 1.755e9);
+  CHECK(parse_hardware(hardware_to_json(with_clock), "y.json").sm_clock_hz == 1.755e9);
+  for (const double mhz : {0.0, -1.0, 99.0, 10001.0}) {
+    json c = clocked;
+    c["sm_boost_clock_mhz"]["value"] = mhz;
+    INFO(mhz);
+    CHECK_THROWS_WITH(parse_hardware(c, "x.json"), Catch::Contains("x.json: key 'sm_boost_clock_mhz") && (Catch::Contains("positive") || Catch::Contains("100 to 10,000 MHz")));
+  }
+  json unsourced = clocked;
+  unsourced["sm_boost_clock_mhz"].erase("source");
+  CHECK_THROWS_WITH(parse_hardware(unsourced, "x.json"), "x.json: key 'sm_boost_clock_mhz.source' = (absent): every hardware number needs a source");
+  json texty = clocked;
+  texty["sm_boost_clock_mhz"]["value"] = "1980";
+  CHECK_THROWS_WITH(parse_hardware(texty, "x.json"), Catch::Contains("x.json: key 'sm_boost_clock_mhz.value'"));
   CHECK(load_gpu("h800").architecture == "hopper");
   CHECK(load_gpu("b200").architecture == "blackwell");
   CHECK_THROWS_WITH(parse_hardware(json{{"name", "X"}, {"architecture", "Hopper"}}, "x.json"),

@@ -67,36 +67,36 @@ TEST_CASE("calibrated time: fixed costs plus the slower of compute and memory in
                      .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.8, .rows = 1};
   // w = 200 / (⌈200 / 132⌉ · 132) = 200 / 264.
   CHECK(wave_efficiency(200, 132) == Approx(200.0 / 264));
-  const CalibratedTime t = calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false, Bytes{0});
+  const CalibratedTime t = calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, 1.98e9, false, Bytes{0});
   CHECK(t.fixed.value == Approx(10e-6 + 32 * 50e-9));                 // 11.6 µs
   CHECK(t.compute.value == Approx(1e12 * 264 / (1000e12 * 0.5 * 200)));  // 2.64 ms
   CHECK(t.memory.value == Approx(1e9 * 264 / (4.8e12 * 0.8 * 200)));     // 343.75 µs
   CHECK(t.time().value == Approx(2.64e-3 + 11.6e-6));
   // The longest CTA bounds a launch: 2e10 FLOPs on one SM at 1000/132 TFLOP/s · 0.5 = 5.28 ms.
   op.tiling.longest_cta_flops = 2e10;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false, Bytes{0}).compute.value == Approx(5.28e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, 1.98e9, false, Bytes{0}).compute.value == Approx(5.28e-3));
   // Padded tiles count: four times the FLOPs, four times the compute time.
   op.tiling.longest_cta_flops = 0;
   op.tiling.padded_flops = 4e12;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false, Bytes{0}).compute.value == Approx(4 * 2.64e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, 1.98e9, false, Bytes{0}).compute.value == Approx(4 * 2.64e-3));
   // Launches repeat the fixed costs (a chunk loop).
   op.tiling.launches = 3;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false, Bytes{0}).fixed.value == Approx(3 * 11.6e-6));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, 1.98e9, false, Bytes{0}).fixed.value == Approx(3 * 11.6e-6));
   // An fp8 kernel runs at its own fraction of the (fp8) peak it is given, where the family has one.
   op.tiling.padded_flops = 0;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true, Bytes{0}).compute.value == Approx(1e12 * 264 / (2000e12 * 0.5 * 200)));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, 1.98e9, true, Bytes{0}).compute.value == Approx(1e12 * 264 / (2000e12 * 0.5 * 200)));
   k.eta_compute_fp8 = 0.25;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true, Bytes{0}).compute.value == Approx(2.64e-3));
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false, Bytes{0}).compute.value == Approx(2.64e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, 1.98e9, true, Bytes{0}).compute.value == Approx(2.64e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, 1.98e9, false, Bytes{0}).compute.value == Approx(2.64e-3));
   // A per-tensor fp8 GEMM: the block-scaled fraction where the family has no per-tensor one, its own
   // where it does (1e12 · 264 / (2000e12 · 0.4 · 200) = 1.65 ms); bf16 and block-scaled ops keep theirs.
   op.fp8_per_tensor = true;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true, Bytes{0}).compute.value == Approx(2.64e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, 1.98e9, true, Bytes{0}).compute.value == Approx(2.64e-3));
   k.eta_compute_fp8_tensor = 0.4;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true, Bytes{0}).compute.value == Approx(1.65e-3));
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, false, Bytes{0}).compute.value == Approx(2.64e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, 1.98e9, true, Bytes{0}).compute.value == Approx(1.65e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{4.8e12}, 132, 1.98e9, false, Bytes{0}).compute.value == Approx(2.64e-3));
   op.fp8_per_tensor = false;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, true, Bytes{0}).compute.value == Approx(2.64e-3));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{2000e12}, BytesPerSecond{4.8e12}, 132, 1.98e9, true, Bytes{0}).compute.value == Approx(2.64e-3));
   CHECK(eta_compute_for(k, true, true) == 0.4);
   CHECK(eta_compute_for(k, true, false) == 0.25);
   CHECK(eta_compute_for(k, false, true) == 0.5);
@@ -176,42 +176,62 @@ TEST_CASE("GQA decode runs TensorRT-LLM's dispatch: XQA's multi-block count, els
   CHECK_FALSE(launch_shape(t, 132).mmha);
   t.xqa_group = false;
   CHECK(launch_shape(t, 132).mmha);
-  // Calibrated time pays the per-sequence cost per MMHA block: 5 µs + 64 x 10 ns.
+  // Calibrated time pays the per-sequence cost per MMHA block: 5 µs + 64 x 10 ns. A decode block's
+  // cost is stated as one SM's time at 1 GHz, and spreads over H100's 132 SMs at 1,980 MHz: 2,613.6
+  // ns (cycles) is 10 ns a block there.
+  constexpr double sm_ghz = 132 * 1.98;
+  CHECK(block_cost_scale(t, 132, 1.98e9) == Approx(1 / sm_ghz));
   Op op;
   op.id = OpId::attention;
   op.bytes_read = BytesF{1e3};
   op.tiling = t;
-  KernelEfficiency k{.fixed = Seconds{5e-6}, .per_sequence = Seconds{10e-9}, .eta_compute = 0.5, .eta_compute_fp8 = std::nullopt,
+  KernelEfficiency k{.fixed = Seconds{5e-6}, .per_sequence = Seconds{10e-9 * sm_ghz}, .eta_compute = 0.5, .eta_compute_fp8 = std::nullopt,
                      .eta_compute_fp8_tensor = std::nullopt,
                      .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.8, .rows = 1};
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false, Bytes{0}).fixed.value == Approx(5e-6 + 64 * 10e-9));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, 1.98e9, false, Bytes{0}).fixed.value == Approx(5e-6 + 64 * 10e-9));
   // ... and XQA per block of its grid, one per sequence and KV head: 5 µs + 8 x 10 ns.
   op.tiling.xqa_group = true;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false, Bytes{0}).fixed.value == Approx(5e-6 + 8 * 10e-9));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, 1.98e9, false, Bytes{0}).fixed.value == Approx(5e-6 + 8 * 10e-9));
   // Over an fp8 cache the family's fp8-cache kernel costs where it has them: 2 µs + 8 x 4 ns; a
   // bf16-cache op keeps 5 µs + 8 x 10 ns, and a family without them times both alike.
   op.fp8_cache = true;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false, Bytes{0}).fixed.value == Approx(5e-6 + 8 * 10e-9));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, 1.98e9, false, Bytes{0}).fixed.value == Approx(5e-6 + 8 * 10e-9));
   k.fixed_fp8_cache = Seconds{2e-6};
-  k.per_sequence_fp8_cache = Seconds{4e-9};
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false, Bytes{0}).fixed.value == Approx(2e-6 + 8 * 4e-9));
+  k.per_sequence_fp8_cache = Seconds{4e-9 * sm_ghz};
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, 1.98e9, false, Bytes{0}).fixed.value == Approx(2e-6 + 8 * 4e-9));
   op.tiling.xqa_group = false;  // MMHA's fp8-cache instantiation: per block, one per query head and sequence
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false, Bytes{0}).fixed.value == Approx(2e-6 + 64 * 4e-9));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, 1.98e9, false, Bytes{0}).fixed.value == Approx(2e-6 + 64 * 4e-9));
   op.fp8_cache = false;
-  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false, Bytes{0}).fixed.value == Approx(5e-6 + 64 * 10e-9));
+  CHECK(calibrated_time(op, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, 1.98e9, false, Bytes{0}).fixed.value == Approx(5e-6 + 64 * 10e-9));
   CHECK(launch_costs(k, true).fixed.value == 2e-6);
-  CHECK(launch_costs(k, false).per_sequence.value == 10e-9);
-  // Only Hopper GPUs run another kernel over an fp8 cache: the roofline of any other drops the
-  // profile's fp8-cache costs, so its fp8-cache ops pay the bf16 kernel's.
+  CHECK(launch_costs(k, false).per_sequence.value == 10e-9 * sm_ghz);
+  // Hopper runs another kernel over an fp8 cache (QGMMA), Blackwell its TRTLLM-GEN kernel over any
+  // cache, with the blocks' costs of the second pair; an Ampere GPU the first kernel everywhere: its
+  // roofline drops the pair, and a Blackwell GPU's takes it as the family's own costs.
   EfficiencyProfile prof;
   prof.name = "test";
   prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = k;
-  const Roofline hopper = roofline_for(load_gpu("h100"), DType::bf16, prof), blackwell = roofline_for(load_gpu("b200"), DType::bf16, prof);
-  CHECK(runs_fp8_cache_decode_kernel(load_gpu("h20")));
-  CHECK_FALSE(runs_fp8_cache_decode_kernel(load_gpu("b200")));
-  CHECK_FALSE(runs_fp8_cache_decode_kernel(load_gpu("a100")));
-  CHECK(hopper.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)]->fixed_fp8_cache.has_value());
-  CHECK_FALSE(blackwell.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)]->fixed_fp8_cache.has_value());
+  const HardwareSpec h20 = load_gpu("h20"), b200 = load_gpu("b200"), a100 = load_gpu("a100");
+  const Roofline hopper = roofline_for(load_gpu("h100"), DType::bf16, prof), blackwell = roofline_for(b200, DType::bf16, prof),
+                 ampere = roofline_for(a100, DType::bf16, prof);
+  CHECK(gqa_decode_cost_pair(h20) == DecodeCostPair::fp8_cache);
+  CHECK(gqa_decode_cost_pair(b200) == DecodeCostPair::every_launch);
+  CHECK(gqa_decode_cost_pair(a100) == DecodeCostPair::none);
+  CHECK(pays_second_decode_pair(h20, true));
+  CHECK_FALSE(pays_second_decode_pair(h20, false));
+  CHECK(pays_second_decode_pair(b200, false));
+  CHECK_FALSE(pays_second_decode_pair(a100, true));
+  const auto& on_hopper = *hopper.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)];
+  const auto& on_blackwell = *blackwell.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)];
+  const auto& on_ampere = *ampere.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)];
+  CHECK(on_hopper.fixed_fp8_cache.has_value());
+  CHECK(on_hopper.fixed.value == 5e-6);
+  CHECK_FALSE(on_blackwell.fixed_fp8_cache.has_value());
+  CHECK(on_blackwell.fixed.value == 2e-6);
+  CHECK(on_blackwell.per_sequence.value == 4e-9 * sm_ghz);
+  CHECK_FALSE(on_ampere.fixed_fp8_cache.has_value());
+  CHECK(on_ampere.fixed.value == 5e-6);
+  CHECK(on_ampere.per_sequence.value == 10e-9 * sm_ghz);
   k.per_sequence_fp8_cache.reset();  // half a pair is never used
   CHECK(launch_costs(k, true).fixed.value == 5e-6);
   // Not a decode kernel: the tiles and split-K of any other op, unchanged.
@@ -235,11 +255,13 @@ TEST_CASE("MMHA's own cost per block, and a block cost that overlaps the streami
   op.tiling = t;
   KernelEfficiency k;
   k.fixed = Seconds{5e-6};
-  k.per_sequence = Seconds{40e-9};
-  k.per_sequence_mmha = Seconds{10e-9};
+  // Per block: one SM's time at 1 GHz, over H100's 132 SMs at 1,980 MHz (block_cost_scale).
+  constexpr double sm_ghz = 132 * 1.98;
+  k.per_sequence = Seconds{40e-9 * sm_ghz};
+  k.per_sequence_mmha = Seconds{10e-9 * sm_ghz};
   k.eta_memory = 1;
   k.memory_reach = 2;  // 128 CTAs stream at the full wave's rate (w_m = 1)
-  const auto at = [&](const Op& o) { return calibrated_time(o, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, false, Bytes{0}); };
+  const auto at = [&](const Op& o) { return calibrated_time(o, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, 1.98e9, false, Bytes{0}); };
   // Added: XQA pays 5 µs + 8 x 40 ns + 1 µs; MMHA its own 10 ns per block: 5 µs + 64 x 10 ns + 1 µs.
   CHECK(at(op).time().value == Approx(5e-6 + 8 * 40e-9 + 1e-6));
   Op mmha = op;
@@ -250,7 +272,7 @@ TEST_CASE("MMHA's own cost per block, and a block cost that overlaps the streami
   CHECK_FALSE(launch_costs(k, false, false).mmha);
   // Over an fp8 cache with the family's fp8-cache pair, the pair (MMHA's fp8 instantiation too).
   k.fixed_fp8_cache = Seconds{2e-6};
-  k.per_sequence_fp8_cache = Seconds{4e-9};
+  k.per_sequence_fp8_cache = Seconds{4e-9 * sm_ghz};
   mmha.fp8_cache = true;
   CHECK(at(mmha).fixed.value == Approx(2e-6 + 64 * 4e-9));
   // In the max: each of the launch's 128 CTAs (its keys' splits included) costs 40 ns, 5.12 µs that
@@ -274,6 +296,57 @@ TEST_CASE("MMHA's own cost per block, and a block cost that overlaps the streami
   REQUIRE(ot.calibrated);
   CHECK(ot.time.value == Approx((ot.fixed + std::max({ot.compute, ot.memory, ot.blocks})).value));
   CHECK(ot.blocks.value > 0);
+}
+
+TEST_CASE("A GQA decode block costs SM cycles: one fitted cost carries between GPUs by SMs and clock", "[efficiency][example]") {
+  // 4 sequences x 2 KV heads over 2 keys: XQA's 8 blocks.
+  Tiling t = xqa_tiling(1);
+  t.xqa_group = true;
+  t.xqa_gain_blocks = 1e6;
+  const HardwareSpec h100 = load_gpu("h100"), a100 = load_gpu("a100");
+  // One SM's time at 1 GHz over the GPU's SMs and clock: H100 132 x 1.98 GHz, A100 108 x 1.41 GHz.
+  CHECK(block_cost_scale(t, 132, h100.sm_clock_hz) == Approx(1 / 261.36));
+  CHECK(block_cost_scale(t, 108, a100.sm_clock_hz) == Approx(1 / 152.28));
+  // Unknown SMs or clock: no block cost at all (roofline_for keeps such a GPU off the family).
+  CHECK(block_cost_scale(t, 132, 0) == 0);
+  CHECK(block_cost_scale(t, 0, 1.98e9) == 0);
+  // Not a decode kernel: costs per sequence as fitted.
+  Tiling prompt = t;
+  prompt.decode_kernel = false;
+  CHECK(block_cost_scale(prompt, 132, 1.98e9) == 1);
+  // The fitted costs per block these were read from: H100's 37.58 ns a block (hopper profile before
+  // the clock, bf16 cache) is 9,822 cycles; A100's 61.31 ns 9,336. A cost of 9,822 cycles predicts
+  // A100's block at 64.5 ns, 5% above its own fit, where the same time per block (37.58 ns) would be
+  // 39% below it.
+  Op op;
+  op.id = OpId::attention;
+  op.bytes_read = BytesF{1e3};
+  op.tiling = t;
+  KernelEfficiency k;
+  k.fixed = Seconds{8e-6};
+  k.per_sequence = Seconds{37.58e-9 * 261.36};
+  k.eta_compute = 0.5;
+  k.eta_memory = 0.8;
+  const CalibratedTime on_h100 = calibrated_time(op, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, 132, h100.sm_clock_hz, false, Bytes{0});
+  const CalibratedTime on_a100 = calibrated_time(op, k, *a100.peak_flops(DType::bf16), a100.memory_bandwidth, 108, a100.sm_clock_hz, false, Bytes{0});
+  CHECK(on_h100.sequences == 8);
+  CHECK(on_h100.fixed.value == Approx(8e-6 + 8 * 37.58e-9));
+  CHECK(on_a100.fixed.value == Approx(8e-6 + 8 * 37.58e-9 * 261.36 / 152.28));
+  CHECK(37.58e-9 * 261.36 / 152.28 == Approx(64.50e-9).epsilon(1e-3));
+  // A roofline for a GPU whose file gives no clock cannot time the family's blocks: the family is
+  // dropped (speed of light for its ops), and the profile's description says why.
+  EfficiencyProfile prof;
+  prof.name = "test";
+  prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = k;
+  prof.kernels[static_cast<std::size_t>(KernelFamily::gemm)] = k;
+  HardwareSpec no_clock = h100;
+  no_clock.sm_clock_hz = 0;
+  no_clock.source = "my-gpu.json";
+  const Roofline rf = roofline_for(no_clock, DType::bf16, prof);
+  CHECK_FALSE(rf.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)].has_value());
+  CHECK(rf.kernels[static_cast<std::size_t>(KernelFamily::gemm)].has_value());
+  CHECK_THAT(rf.eta_source, Catch::Contains("attention_decode at speed of light: my-gpu.json gives no sm_boost_clock_mhz"));
+  CHECK(roofline_for(h100, DType::bf16, prof).kernels[static_cast<std::size_t>(KernelFamily::attention_decode)].has_value());
 }
 
 TEST_CASE("MMHA computes on CUDA cores at its own fraction of the FP32 peak", "[efficiency][example]") {
@@ -304,16 +377,16 @@ TEST_CASE("MMHA computes on CUDA cores at its own fraction of the FP32 peak", "[
   // On CUDA cores: 8,589,934,592 / (67 TFLOP/s x 0.1 x 0.969697) = 1.32214 ms, against the bytes'
   // 134,217,728 / (3.35 TB/s x 0.8 x 0.969697) = 51.65 µs (w_m = w at a reach of 1); the row measured
   // 1,261 µs (1,265 over an fp8 cache).
-  const CalibratedTime c = calibrated_time(op, k, tensor, bw, 132, false, Bytes{0}, fp32);
+  const CalibratedTime c = calibrated_time(op, k, tensor, bw, 132, 1.98e9, false, Bytes{0}, fp32);
   CHECK(c.compute.value == Approx(8589934592.0 / (67e12 * 0.1 * (4096.0 / 4224.0))));
   CHECK(c.compute.value == Approx(1.32214e-3).epsilon(1e-5));
   CHECK(c.memory.value == Approx(134217728.0 / (3.35e12 * 0.8 * (4096.0 / 4224.0))));
   CHECK(c.time().value == Approx(c.compute.value));
   // Without the FP32 peak, or without the family's η: the tensor peak at η_c, 8.95 µs, memory-bound.
-  CHECK(calibrated_time(op, k, tensor, bw, 132, false, Bytes{0}).compute.value == Approx(8589934592.0 / (989.4e12 * (4096.0 / 4224.0))));
+  CHECK(calibrated_time(op, k, tensor, bw, 132, 1.98e9, false, Bytes{0}).compute.value == Approx(8589934592.0 / (989.4e12 * (4096.0 / 4224.0))));
   KernelEfficiency plain = k;
   plain.eta_compute_mmha.reset();
-  CHECK(calibrated_time(op, plain, tensor, bw, 132, false, Bytes{0}, fp32).compute.value == Approx(8589934592.0 / (989.4e12 * (4096.0 / 4224.0))));
+  CHECK(calibrated_time(op, plain, tensor, bw, 132, 1.98e9, false, Bytes{0}, fp32).compute.value == Approx(8589934592.0 / (989.4e12 * (4096.0 / 4224.0))));
   CHECK_FALSE(computes_on_cuda_cores(plain, true, fp32));
   CHECK_FALSE(computes_on_cuda_cores(k, true, FlopsPerSecond{0}));
   // An XQA launch keeps its tensor cores: a group of 32 over 2 KV heads, same FLOPs.
@@ -321,7 +394,7 @@ TEST_CASE("MMHA computes on CUDA cores at its own fraction of the FP32 peak", "[
   xqa.tiling.xqa_group = true;
   REQUIRE_FALSE(launch_shape(xqa.tiling, 132).mmha);
   CHECK_FALSE(computes_on_cuda_cores(k, false, fp32));
-  CHECK(calibrated_time(xqa, k, tensor, bw, 132, false, Bytes{0}, fp32).compute.value < 1e-4);
+  CHECK(calibrated_time(xqa, k, tensor, bw, 132, 1.98e9, false, Bytes{0}, fp32).compute.value < 1e-4);
   // The planner takes the GPU's FP32 peak from its hardware file (H100 SXM: 67 TFLOP/s) and prices
   // the op the same way; its explanation says where the FLOPs ran.
   EfficiencyProfile prof;
@@ -367,7 +440,7 @@ TEST_CASE("A split XQA launch writes its blocks' partial outputs and reads them 
   k.eta_memory = 0.8;
   const FlopsPerSecond peak{989.4e12};
   const BytesPerSecond bw{3.35e12};
-  const CalibratedTime t = calibrated_time(att, k, peak, bw, 132, false, Bytes{0});
+  const CalibratedTime t = calibrated_time(att, k, peak, bw, 132, 1.98e9, false, Bytes{0});
   CHECK(t.bytes == 16809984 + 540672);
   CHECK(t.memory.value == Approx(17350656.0 / (3.35e12 * 0.8 * memory_wave_efficiency(128, 132, 1))));
   // Its explanation shows the same bytes.
@@ -383,11 +456,11 @@ TEST_CASE("A split XQA launch writes its blocks' partial outputs and reads them 
   w.groups = {SequenceGroup{64, 1, 126}};
   Op one = attention(standard_path(l, w));
   REQUIRE(launch_shape(one.tiling, 132).ctas == one.tiling.ctas);
-  CHECK(calibrated_time(one, k, peak, bw, 132, false, Bytes{0}).bytes == one.bytes().value);
+  CHECK(calibrated_time(one, k, peak, bw, 132, 1.98e9, false, Bytes{0}).bytes == one.bytes().value);
   w.groups = {SequenceGroup{1, 1, 255}};
   one = attention(standard_path(l, w));
   REQUIRE(launch_shape(one.tiling, 132).mmha);
-  CHECK(calibrated_time(one, k, peak, bw, 132, false, Bytes{0}).bytes == one.bytes().value);
+  CHECK(calibrated_time(one, k, peak, bw, 132, 1.98e9, false, Bytes{0}).bytes == one.bytes().value);
   // The partials are 16-bit whatever the compute dtype: the same bytes under fp8 compute.
   w.groups = {SequenceGroup{1, 1, 4095}};
   w.compute = DType::fp8;
@@ -419,7 +492,7 @@ TEST_CASE("A split XQA launch's longest block walks its share of the keys", "[ef
   k.eta_compute = 0.065;
   k.eta_memory = 0.8;
   const FlopsPerSecond peak{989.4e12};
-  const CalibratedTime t = calibrated_time(*att, k, peak, BytesPerSecond{3.35e12}, 132, false, Bytes{0});
+  const CalibratedTime t = calibrated_time(*att, k, peak, BytesPerSecond{3.35e12}, 132, 1.98e9, false, Bytes{0});
   CHECK(t.compute.value == Approx(536870912.0 / 91 / (989.4e12 / 132 * 0.065)));  // 12.1 µs
   CHECK(t.compute.value == Approx(att->flops.value / (989.4e12 * 0.065 * wave_efficiency(91, 132))));
   // Its explanation says so and shows the block's share.
@@ -443,7 +516,7 @@ TEST_CASE("A split XQA launch's longest block walks its share of the keys", "[ef
   CHECK(mixed_shape.ctas == 1024);
   CHECK(longest_cta_flops(mixed->tiling, mixed_shape) == 536870912.0 / 16);
   CHECK(mixed->flops.value == 569901056.0);
-  CHECK(calibrated_time(*mixed, k, peak, BytesPerSecond{3.35e12}, 132, false, Bytes{0}).compute.value == Approx(33554432.0 / (989.4e12 / 132 * 0.065)));
+  CHECK(calibrated_time(*mixed, k, peak, BytesPerSecond{3.35e12}, 132, 1.98e9, false, Bytes{0}).compute.value == Approx(33554432.0 / (989.4e12 / 132 * 0.065)));
   // A speculative step's three tokens: one block per sequence and KV head, the tile's FLOPs.
   w.spec_tokens = 2;
   w.groups = {SequenceGroup{1, 3, 131069}};
@@ -534,7 +607,7 @@ TEST_CASE("GQA decode's kernel by head group, on every bundled GQA/MHA model", "
           k.eta_compute = 1;
           k.eta_memory = 1;
           const double partials = blocks > 1 ? kv * blocks * 2 * group * (static_cast<double>(m.head_dim) * 2 + 8) : 0;
-          CHECK(calibrated_time(att, k, FlopsPerSecond{1e15}, BytesPerSecond{3e12}, 132, false, Bytes{0}).bytes == Approx(att.bytes().value + partials));
+          CHECK(calibrated_time(att, k, FlopsPerSecond{1e15}, BytesPerSecond{3e12}, 132, 1.98e9, false, Bytes{0}).bytes == Approx(att.bytes().value + partials));
         } else {
           const double heads = static_cast<double>(b * m.heads);
           CHECK(l.ctas == heads * std::min(std::max(1.0, std::ceil(static_cast<double>(keys) / 128)), std::max(1.0, std::ceil(132 / heads))));
@@ -585,7 +658,7 @@ TEST_CASE("latent decode without split-KV: fmha_v2's blocks per sequence and hea
   // Unsplit: w = 2 / 108, so B_total / (bw · η · w) = 2 · cta_bytes · 54 / (bw · 0.5), the same as the
   // longest CTA at one SM's share: cta_bytes · 108 / (bw · 0.5) = 1.01 ms.
   k.split_kv = false;
-  const CalibratedTime un = calibrated_time(att, k, FlopsPerSecond{312e12}, bw, 108, false, Bytes{0});
+  const CalibratedTime un = calibrated_time(att, k, FlopsPerSecond{312e12}, bw, 108, 1.41e9, false, Bytes{0});
   CHECK(un.waves == Approx(4.0 / 108));
   CHECK(un.memory.value == Approx(cta_bytes * 108 / (2.039e12 * 0.5)));
   CHECK(un.memory.value == Approx(1.0145e-3).epsilon(0.001));
@@ -594,7 +667,7 @@ TEST_CASE("latent decode without split-KV: fmha_v2's blocks per sequence and hea
   // each writing 128 rows of 2,052 bytes for the combine kernel to read back, 26 · 2 · 128 · 2,052 =
   // 13,658,112 bytes, more than the 9.4 MB of cache: still 35x faster.
   k.split_kv = true;
-  const CalibratedTime sp = calibrated_time(att, k, FlopsPerSecond{312e12}, bw, 108, false, Bytes{0});
+  const CalibratedTime sp = calibrated_time(att, k, FlopsPerSecond{312e12}, bw, 108, 1.41e9, false, Bytes{0});
   CHECK(sp.waves == Approx(256.0 / 324));
   CHECK(latent_partition(tl, 108, true)->split_pieces == 26);
   CHECK(sp.memory.value == Approx((att.bytes().value + 13658112.0) * 324 / 256 / (2.039e12 * 0.5)));
@@ -627,15 +700,15 @@ TEST_CASE("latent decode under split-KV: FlashMLA's partition sets the per-seque
   // 8 · 7 µs on 78.
   KernelEfficiency k{.fixed = Seconds{10e-6}, .per_sequence = Seconds{7e-6}, .eta_compute = 0.5, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt,
                      .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.8, .rows = 1};
-  CHECK(calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0}).fixed.value == Approx(45e-6));
-  CHECK(calibrated_time(att, k, FlopsPerSecond{148e12}, BytesPerSecond{4.0e12}, 78, false, Bytes{0}).fixed.value == Approx(66e-6));
+  CHECK(calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, 1.98e9, false, Bytes{0}).fixed.value == Approx(45e-6));
+  CHECK(calibrated_time(att, k, FlopsPerSecond{148e12}, BytesPerSecond{4.0e12}, 78, 1.98e9, false, Bytes{0}).fixed.value == Approx(66e-6));
   // The pieces of split sequences write fp32 partial outputs (r·4 + 4 = 2,052 bytes per query row and
   // head) that the combine kernel reads back: on 132 SMs 126 sequences split in two, 252 pieces of 2 ·
   // 16 · 2,052 = 65,664 bytes, 16,547,328 bytes beside the op's own (at the launch's memory wave
   // efficiency w_m).
   CHECK(att.tiling.latent_partial_bytes == Approx(512 * 65664.0));
   CHECK(latent_partition(att.tiling, 132, true)->split_pieces == 252);
-  const CalibratedTime split = calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0});
+  const CalibratedTime split = calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, 1.98e9, false, Bytes{0});
   CHECK(split.memory.value == Approx((att.bytes().value + 16547328.0) / (3.35e12 * 0.8 * split.memory_waves)));
   // One sequence of 131,072 keys at 128 heads: 2,048 + 5 blocks over 66 parts, a payload of 37; the
   // first 63 parts take 32 blocks each, the 64th the last 32 and the overhead: 64 pieces of 2 · 128 ·
@@ -647,7 +720,7 @@ TEST_CASE("latent decode under split-KV: FlashMLA's partition sets the per-seque
   CHECK(p->payload == 37);
   CHECK(p->split_pieces == 64);
   k.eta_memory = 0.5;
-  const CalibratedTime single = calibrated_time(one, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0});
+  const CalibratedTime single = calibrated_time(one, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, 1.98e9, false, Bytes{0});
   CHECK(single.memory.value == Approx((one.bytes().value + 33619968.0) / (1.675e12 * single.memory_waves)));
   k.eta_memory = 0.8;
   // A kernel that does not split keys (fmha_v2): two blocks per sequence (one tile each, two value
@@ -659,12 +732,12 @@ TEST_CASE("latent decode under split-KV: FlashMLA's partition sets the per-seque
   CHECK(p->parts == 0);
   CHECK(p->ctas == 1024);
   CHECK(p->pieces == 8);
-  CHECK(calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0}).fixed.value == Approx(66e-6));
-  CHECK(calibrated_time(att, k, FlopsPerSecond{148e12}, BytesPerSecond{4.0e12}, 78, false, Bytes{0}).fixed.value == Approx(108e-6));
+  CHECK(calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, 1.98e9, false, Bytes{0}).fixed.value == Approx(66e-6));
+  CHECK(calibrated_time(att, k, FlopsPerSecond{148e12}, BytesPerSecond{4.0e12}, 78, 1.98e9, false, Bytes{0}).fixed.value == Approx(108e-6));
   // With the cost per sequence in the max, the same 8 blocks the busiest SM starts:
   // 10 µs + max(streaming, 8 · 7 µs).
   k.sequences_overlap = true;
-  const CalibratedTime over = calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0});
+  const CalibratedTime over = calibrated_time(att, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, 1.98e9, false, Bytes{0});
   CHECK(over.sequences == 8);
   CHECK(over.fixed.value == Approx(10e-6));
   CHECK(over.blocks.value == Approx(56e-6));
@@ -798,14 +871,14 @@ TEST_CASE("resident blocks: an SM runs several of the unsplit launch's blocks at
   KernelEfficiency k{.fixed = Seconds{0}, .per_sequence = Seconds{0}, .eta_compute = 0.45, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt,
                      .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.5, .split_kv = false, .resident_ctas = 2,
                      .solo_share = 0.7, .rows = 1};
-  const CalibratedTime t = calibrated_time(att, k, FlopsPerSecond{312e12}, BytesPerSecond{2.039e12}, 108, false, Bytes{0});
+  const CalibratedTime t = calibrated_time(att, k, FlopsPerSecond{312e12}, BytesPerSecond{2.039e12}, 108, 1.41e9, false, Bytes{0});
   CHECK(t.waves == Approx(256.0 / (108 * (2 + 1 / 0.7))));
   CHECK(t.compute.value == Approx(att.tiling.unsplit_flops / (312e12 * 0.45 * t.waves)));
   // 64 · 3,489,660,928 FLOPs / (312 TFLOP/s · 0.45 · 0.6914) = 2.301 ms.
   CHECK(t.compute.value == Approx(2.3009e-3).epsilon(1e-3));
   // A family that splits keys ignores both.
   k.split_kv = true;
-  CHECK(calibrated_time(att, k, FlopsPerSecond{312e12}, BytesPerSecond{2.039e12}, 108, false, Bytes{0}).waves == Approx(wave_efficiency(att.tiling.ctas, 108)));
+  CHECK(calibrated_time(att, k, FlopsPerSecond{312e12}, BytesPerSecond{2.039e12}, 108, 1.41e9, false, Bytes{0}).waves == Approx(wave_efficiency(att.tiling.ctas, 108)));
 }
 
 TEST_CASE("memory waves: a CTA streams up to reach times its SM's share of the bandwidth", "[efficiency]") {
@@ -847,13 +920,13 @@ TEST_CASE("memory waves: a CTA streams up to reach times its SM's share of the b
   KernelEfficiency k{.fixed = Seconds{0}, .per_sequence = Seconds{0}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt, .eta_compute_fp8_tensor = std::nullopt,
                      .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt, .eta_memory = 0.8,
                      .memory_reach = 4, .rows = 1};
-  const CalibratedTime t4 = calibrated_time(gemm, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0});
+  const CalibratedTime t4 = calibrated_time(gemm, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, 1.98e9, false, Bytes{0});
   CHECK(t4.memory_waves == Approx(2.0 / 33));
   CHECK(t4.memory.value == Approx(1e6 * 33 / (2 * 3.35e12 * 0.8)));
   CHECK(t4.memory.value == Approx(6.1567e-6).epsilon(1e-4));
   CHECK(t4.waves == Approx(2.0 / 132));  // compute still waves per SM
   k.memory_reach = 1;
-  CHECK(calibrated_time(gemm, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, false, Bytes{0}).memory.value == Approx(4 * t4.memory.value));
+  CHECK(calibrated_time(gemm, k, FlopsPerSecond{989.4e12}, BytesPerSecond{3.35e12}, 132, 1.98e9, false, Bytes{0}).memory.value == Approx(4 * t4.memory.value));
   Op un;
   un.id = OpId::latent_attention_mqa;
   un.bytes_read = BytesF{1e6};
@@ -862,7 +935,7 @@ TEST_CASE("memory waves: a CTA streams up to reach times its SM's share of the b
   un.tiling.unsplit_longest_bytes = 1e6;
   k.split_kv = false;
   k.memory_reach = 8;  // 8/108 of 2.039 TB/s at η_m 0.8: 1e6 / (2.039e12 · 8/108 · 0.8) = 8.276 µs
-  CHECK(calibrated_time(un, k, FlopsPerSecond{312e12}, BytesPerSecond{2.039e12}, 108, false, Bytes{0}).memory.value == Approx(1e6 * 108 / (2.039e12 * 8 * 0.8)));
+  CHECK(calibrated_time(un, k, FlopsPerSecond{312e12}, BytesPerSecond{2.039e12}, 108, 1.41e9, false, Bytes{0}).memory.value == Approx(1e6 * 108 / (2.039e12 * 8 * 0.8)));
 }
 
 TEST_CASE("An elementwise pass whose bytes fit the L2 streams them at the family's L2 speed-up, in the fit", "[efficiency]") {
@@ -885,17 +958,17 @@ TEST_CASE("An elementwise pass whose bytes fit the L2 streams them at the family
     return op;
   };
   const Op small = pass(10 * 1048576.0), large = pass(20 * 1048576.0);
-  const CalibratedTime in_l2 = calibrated_time(small, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, 132, false, h100.l2_cache);
+  const CalibratedTime in_l2 = calibrated_time(small, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, 132, 1.98e9, false, h100.l2_cache);
   CHECK(in_l2.l2_resident);
   CHECK(in_l2.memory.value == Approx(31457280 / (3.35e12 * 0.9 * 1.5)));
   CHECK(in_l2.memory.value == Approx(6.956e-6).epsilon(1e-3));
   CHECK(in_l2.time().value == Approx(1.4e-6 + 6.956e-6).epsilon(1e-3));
-  const CalibratedTime beyond = calibrated_time(large, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, 132, false, h100.l2_cache);
+  const CalibratedTime beyond = calibrated_time(large, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, 132, 1.98e9, false, h100.l2_cache);
   CHECK(!beyond.l2_resident);
   CHECK(beyond.memory.value == Approx(62914560 / (3.35e12 * 0.9)));
   CHECK(beyond.memory.value == Approx(20.87e-6).epsilon(1e-3));
   // An unknown L2, or a family without a speed-up, streams from DRAM.
-  CHECK(calibrated_time(small, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, 132, false, Bytes{0}).memory.value ==
+  CHECK(calibrated_time(small, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, 132, 1.98e9, false, Bytes{0}).memory.value ==
         Approx(in_l2.memory.value * 1.5));
   k.l2_speedup = 1;
   CHECK(!fits_l2(small, k, h100.l2_cache));
@@ -925,9 +998,9 @@ TEST_CASE("Every bundled GPU with a known L2: a pass of exactly its L2 takes the
     CHECK(fits == (g.l2_cache.value > 0));
     if (!fits) continue;
     ++known;
-    const double at = calibrated_time(op, k, *g.peak_flops(DType::bf16), g.memory_bandwidth, static_cast<double>(g.sm_count), false, g.l2_cache).memory.value;
+    const double at = calibrated_time(op, k, *g.peak_flops(DType::bf16), g.memory_bandwidth, static_cast<double>(g.sm_count), g.sm_clock_hz, false, g.l2_cache).memory.value;
     op.bytes_read = BytesF{op.bytes_read.value + 1};
-    const double past = calibrated_time(op, k, *g.peak_flops(DType::bf16), g.memory_bandwidth, static_cast<double>(g.sm_count), false, g.l2_cache).memory.value;
+    const double past = calibrated_time(op, k, *g.peak_flops(DType::bf16), g.memory_bandwidth, static_cast<double>(g.sm_count), g.sm_clock_hz, false, g.l2_cache).memory.value;
     CHECK(past / at == Approx(1.25 * (op.bytes_read.value / (op.bytes_read.value - 1))));
   }
   CHECK(known >= 10);
@@ -968,7 +1041,7 @@ TEST_CASE("a flash prefill pays its cost per CTA wave, and a memory pass apart a
                      .per_cta = Seconds{2.5e-6}, .serial_memory = false, .eta_memory = 0.7, .rows = 1};
   const FlopsPerSecond peak{989.4e12};
   const BytesPerSecond bw{3.35e12};
-  const CalibratedTime over = calibrated_time(*mha, k, peak, bw, 132, false, Bytes{0});
+  const CalibratedTime over = calibrated_time(*mha, k, peak, bw, 132, 1.98e9, false, Bytes{0});
   CHECK(over.launches == 1);
   CHECK(over.sequences == 1);
   CHECK(over.cta_waves == 32);
@@ -989,7 +1062,7 @@ TEST_CASE("a flash prefill pays its cost per CTA wave, and a memory pass apart a
   CHECK(over.time().value == Approx(95.02e-6 + std::max(over.compute.value, memory)));
   // The same op with its memory pass apart: the two terms add.
   k.serial_memory = true;
-  const CalibratedTime apart = calibrated_time(*mha, k, peak, bw, 132, false, Bytes{0});
+  const CalibratedTime apart = calibrated_time(*mha, k, peak, bw, 132, 1.98e9, false, Bytes{0});
   CHECK(apart.serial);
   CHECK(apart.time().value == Approx(95.02e-6 + over.compute.value + memory));
   CHECK(apart.time().value > over.time().value);
@@ -1010,7 +1083,7 @@ TEST_CASE("a flash prefill pays its cost per CTA wave, and a memory pass apart a
   // CTAs added to the compute term inside the max.
   k.serial_memory = false;
   k.cta_overlap = true;
-  const CalibratedTime inside = calibrated_time(*mha, k, peak, bw, 132, false, Bytes{0});
+  const CalibratedTime inside = calibrated_time(*mha, k, peak, bw, 132, 1.98e9, false, Bytes{0});
   CHECK(inside.fixed.value == Approx(15.02e-6));
   CHECK(inside.ctas.value == Approx(80e-6));
   CHECK(inside.time().value == Approx(15.02e-6 + std::max(over.compute.value + 80e-6, memory)));
@@ -1021,14 +1094,14 @@ TEST_CASE("a flash prefill pays its cost per CTA wave, and a memory pass apart a
   const PathPlan short_plan = mla_path(m, shorts, PathKind::expand);  // the op points into it
   const Op* short_mha = short_plan.find(OpId::attention_mha);
   REQUIRE(short_mha);
-  const CalibratedTime hidden = calibrated_time(*short_mha, k, peak, bw, 132, false, Bytes{0});
+  const CalibratedTime hidden = calibrated_time(*short_mha, k, peak, bw, 132, 1.98e9, false, Bytes{0});
   CHECK(hidden.cta_waves == 249);
   CHECK(hidden.ctas.value == Approx(249 * 2.5e-6));
   // A last wave of 32 CTAs at one SM's share each: w_m = 32,768 / (248 · 132 + 132).
   CHECK(hidden.memory.value == Approx(256 * 64 * 163840.0 / (3.35e12 * 0.7 * 32768 / 32868)));
   CHECK(hidden.time().value == Approx(15e-6 + 256 * 2e-8 + hidden.memory.value));
   k.cta_overlap = false;
-  CHECK(calibrated_time(*short_mha, k, peak, bw, 132, false, Bytes{0}).time().value == Approx(hidden.time().value + 249 * 2.5e-6));
+  CHECK(calibrated_time(*short_mha, k, peak, bw, 132, 1.98e9, false, Bytes{0}).time().value == Approx(hidden.time().value + 249 * 2.5e-6));
   k.cta_overlap = true;
   rf.kernels[static_cast<std::size_t>(KernelFamily::expanded_prefill)] = k;
   const OpTime ti = op_time(*mha, rf);
@@ -1047,11 +1120,11 @@ TEST_CASE("a flash prefill pays its cost per CTA wave, and a memory pass apart a
   // With the memory pass apart too, the CTAs' cost adds with both terms; with the blocks' cost in the
   // max as well, the t_seq term leaves the fixed cost for the max.
   k.serial_memory = true;
-  const CalibratedTime both = calibrated_time(*mha, k, peak, bw, 132, false, Bytes{0});
+  const CalibratedTime both = calibrated_time(*mha, k, peak, bw, 132, 1.98e9, false, Bytes{0});
   CHECK(both.time().value == Approx(15.02e-6 + over.compute.value + 80e-6 + memory));
   k.serial_memory = false;
   k.sequences_overlap = true;
-  const CalibratedTime blocks = calibrated_time(*mha, k, peak, bw, 132, false, Bytes{0});
+  const CalibratedTime blocks = calibrated_time(*mha, k, peak, bw, 132, 1.98e9, false, Bytes{0});
   CHECK(blocks.fixed.value == Approx(15e-6));
   CHECK(blocks.time().value == Approx(15e-6 + std::max({over.compute.value + 80e-6, memory, blocks.blocks.value})));
   rf.kernels[static_cast<std::size_t>(KernelFamily::expanded_prefill)] = k;

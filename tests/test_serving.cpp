@@ -210,7 +210,7 @@ TEST_CASE("Routed experts take the grouped-GEMM family's calibrated time: H800, 
   for (auto [in, out] : {std::pair{7168.0, 4096.0}, std::pair{2048.0, 7168.0}}) {
     Op op = grouped_gemm_op(OpId::expert_gate_up, 1024, touched, in, out, wb, 2);
     op.fp8 = true;
-    per_layer += calibrated_time(op, *k, *hw.peak_flops(DType::fp8), hw.memory_bandwidth, static_cast<double>(hw.sm_count), true, Bytes{0}).time().value;
+    per_layer += calibrated_time(op, *k, *hw.peak_flops(DType::fp8), hw.memory_bandwidth, static_cast<double>(hw.sm_count), hw.sm_clock_hz, true, Bytes{0}).time().value;
   }
   const StepRow* moe = row(r, StepComponent::routed_experts);
   REQUIRE(moe);

@@ -621,7 +621,7 @@ TEST_CASE("Against: a block-fp8 GEMM that quantises its input adds that kernel, 
   const auto& e = profile->kernel(KernelFamily::elementwise);
   REQUIRE(e);
   const double quant = calibrated_time(act_quant_op(7340032, 2), *e, *h100.peak_flops(DType::bf16), h100.memory_bandwidth,
-                                       static_cast<double>(h100.sm_count), false, h100.l2_cache).time().value;
+                                       static_cast<double>(h100.sm_count), h100.sm_clock_hz, false, h100.l2_cache).time().value;
   CHECK(quant == Approx(e->fixed.value + 22249472.0 / (bw * e->eta_memory * e->l2_speedup)).epsilon(1e-9));
   CHECK(std::stod(rows[1][col("predicted_default_s")]) - std::stod(rows[2][col("predicted_default_s")]) == Approx(quant).epsilon(1e-9));
 }
@@ -686,7 +686,7 @@ TEST_CASE("Against: the fit recovers the memory reach, efficiencies and fixed co
     for (int n : {256, 1024, 4096, 16384})
       for (int k : {512, 1024, 2048, 7168}) {
         Op op = gemm_op(OpId::q_proj, m, k, n, 2, 2);
-        const double t = calibrated_time(op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false, Bytes{0}).time().value;
+        const double t = calibrated_time(op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), h100.sm_clock_hz, false, Bytes{0}).time().value;
         table += fmt::format("gemm,{},{},{},bf16,{:.6f}\n", m, n, k, t * 1e6);
       }
   Scratch s("against-reach");
@@ -719,7 +719,7 @@ TEST_CASE("Against: bf16, block-scaled and per-tensor fp8 GEMMs get their own ef
           op.fp8 = fp8;
           op.fp8_per_tensor = tensor;
           const double t = calibrated_time(op, given, *h100.peak_flops(fp8 ? DType::fp8 : DType::bf16), h100.memory_bandwidth,
-                                           static_cast<double>(h100.sm_count), fp8, Bytes{0}).time().value;
+                                           static_cast<double>(h100.sm_count), h100.sm_clock_hz, fp8, Bytes{0}).time().value;
           const double other = tensor ? 5e-6 : 0;
           table += fmt::format("gemm,{},{},{},{},{:.6f},{}\n", m, n, k, dtype, (t + other) * 1e6, tensor ? "5" : "");
         }
@@ -752,7 +752,7 @@ TEST_CASE("Against: the fit times a GEMM's input quantisation with the table's e
       op.flops = Flops{static_cast<double>(m) * k};
       op.bytes_read = BytesF{static_cast<double>(m) * k * 2};
       op.bytes_written = BytesF{static_cast<double>(m) * k};
-      const double t = calibrated_time(op, elem, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, sms, false, h100.l2_cache).time().value;
+      const double t = calibrated_time(op, elem, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, sms, h100.sm_clock_hz, false, h100.l2_cache).time().value;
       elementwise += fmt::format("elementwise,{},{},fp8,{:.6f}\n", m, k, t * 1e6);
     }
   std::string timed = "kernel,m,n,k,dtype,latency_us,act_quant\n", alone = "kernel,m,n,k,dtype,latency_us\n";
@@ -762,8 +762,8 @@ TEST_CASE("Against: the fit times a GEMM's input quantisation with the table's e
         Op op = gemm_op(OpId::q_proj, m, k, n, 1, 1);
         op.bytes_written = BytesF{static_cast<double>(m) * n * 2};
         op.fp8 = true;
-        const double t = calibrated_time(op, gemm, *h100.peak_flops(DType::fp8), h100.memory_bandwidth, sms, true, Bytes{0}).time().value +
-                         calibrated_time(act_quant_op(static_cast<double>(m) * k, 2), elem, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, sms,
+        const double t = calibrated_time(op, gemm, *h100.peak_flops(DType::fp8), h100.memory_bandwidth, sms, h100.sm_clock_hz, true, Bytes{0}).time().value +
+                         calibrated_time(act_quant_op(static_cast<double>(m) * k, 2), elem, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, sms, h100.sm_clock_hz,
                                          false, h100.l2_cache).time().value;
         timed += fmt::format("gemm,{},{},{},fp8,{:.6f},timed\n", m, n, k, t * 1e6);
         alone += fmt::format("gemm,{},{},{},fp8,{:.6f}\n", m, n, k, t * 1e6);
@@ -804,7 +804,7 @@ TEST_CASE("Against: fold rows timed over weights the L2 keeps give back the L2 s
       const Op* op = plan.find(OpId::q_absorb_w_uk);
       REQUIRE(op);
       ++(fits_l2(*op, given, h100.l2_cache) ? in_l2 : beyond);
-      const double t = calibrated_time(*op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false,
+      const double t = calibrated_time(*op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), h100.sm_clock_hz, false,
                                        h100.l2_cache).time().value;
       table += fmt::format("bmm,q_absorb_w_uk,{},{},bf16,{:.6f}\n", b, heads, t * 1e6);
     }
@@ -843,7 +843,7 @@ TEST_CASE("Against: prefill rows whose cost per CTA hides under the streaming gi
         const PathPlan plan = mla_path(mm, w, PathKind::expand);  // the op points into it
         const Op* op = plan.find(OpId::attention_mha);
         REQUIRE(op);
-        const CalibratedTime t = calibrated_time(*op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false,
+        const CalibratedTime t = calibrated_time(*op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), h100.sm_clock_hz, false,
                                                  Bytes{0});
         hidden += t.memory > t.compute + t.ctas && t.ctas.value > 0.1 * t.time().value ? 1 : 0;
         table += fmt::format("expanded_prefill,{},{},{},{:.6f}\n", b, len, heads, t.time().value * 1e6);
@@ -892,8 +892,12 @@ Op gqa_decode_op(int heads, int kv_heads, int batch, int len, KvDtype kv = KvDty
 
 // An op's calibrated time on `gpu` under `given`, at the bf16 peak (MMHA at `fp32` where it is given).
 CalibratedTime timed_on(const HardwareSpec& gpu, const Op& op, const KernelEfficiency& given, FlopsPerSecond fp32 = FlopsPerSecond{0}) {
-  return calibrated_time(op, given, *gpu.peak_flops(DType::bf16), gpu.memory_bandwidth, static_cast<double>(gpu.sm_count), false, Bytes{0}, fp32);
+  return calibrated_time(op, given, *gpu.peak_flops(DType::bf16), gpu.memory_bandwidth, static_cast<double>(gpu.sm_count), gpu.sm_clock_hz, false, Bytes{0}, fp32);
 }
+
+// H100's SMs times their clock in GHz: a GQA decode block's cost, one SM's time at 1 GHz
+// (block_cost_scale), is this many times what a block costs the launch there (10 ns: 2,613.6 ns).
+constexpr double kH100SmGhz = 132 * 1.98;
 
 // A GQA decode row's line in an --against table (head size 128, a bf16 kernel).
 std::string gqa_decode_line(int batch, int len, int heads, int kv_heads, std::string_view kv, Seconds t) {
@@ -904,11 +908,12 @@ std::string gqa_decode_line(int batch, int len, int heads, int kv_heads, std::st
 
 TEST_CASE("Against: decode rows over an fp8 cache get their own fixed and per-block costs", "[validate]") {
   // GQA decode rows on an H100 timed by the model itself: over a bf16 cache 7 µs + 15 ns per block of
-  // the grid, over an fp8 cache (another kernel: XQA's QGMMA) 5 µs + 5 ns; η_m 0.85 for both. The
-  // fit finds both pairs, and without the second pair no single one explains the rows.
+  // the grid, over an fp8 cache (another kernel: XQA's QGMMA) 5 µs + 5 ns; η_m 0.85 for both (the
+  // costs per block as stated, one SM's time at 1 GHz: 132 x 1.98 times those). The fit finds both
+  // pairs, and without the second pair no single one explains the rows.
   const HardwareSpec h100 = load_gpu("h100");
-  const KernelEfficiency given{.fixed = Seconds{7e-6}, .per_sequence = Seconds{15e-9}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt,
-                               .eta_compute_fp8_tensor = std::nullopt, .fixed_fp8_cache = Seconds{5e-6}, .per_sequence_fp8_cache = Seconds{5e-9},
+  const KernelEfficiency given{.fixed = Seconds{7e-6}, .per_sequence = Seconds{15e-9 * kH100SmGhz}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt,
+                               .eta_compute_fp8_tensor = std::nullopt, .fixed_fp8_cache = Seconds{5e-6}, .per_sequence_fp8_cache = Seconds{5e-9 * kH100SmGhz},
                                .eta_memory = 0.85, .memory_reach = 1, .rows = 0};
   std::string table = "kernel,batch,kv_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us\n";
   for (const char* kv : {"bf16", "fp8"})
@@ -924,24 +929,55 @@ TEST_CASE("Against: decode rows over an fp8 cache get their own fixed and per-bl
   const GemmRefit refit(s, h100, "attention_decode");
   const nlohmann::json& g = refit.gemm;
   CHECK(g["t_fixed_s"].get<double>() == Approx(7e-6).epsilon(0.1));
-  CHECK(g["t_seq_s"].get<double>() == Approx(15e-9).epsilon(0.15));
+  CHECK(g["t_seq_s"].get<double>() == Approx(15e-9 * kH100SmGhz).epsilon(0.15));
   REQUIRE(g.contains("t_fixed_fp8_cache_s"));
   CHECK(g["t_fixed_fp8_cache_s"].get<double>() == Approx(5e-6).epsilon(0.1));
-  CHECK(g["t_seq_fp8_cache_s"].get<double>() == Approx(5e-9).epsilon(0.15));
+  CHECK(g["t_seq_fp8_cache_s"].get<double>() == Approx(5e-9 * kH100SmGhz).epsilon(0.15));
   CHECK(g["eta_memory"].get<double>() == Approx(0.85).epsilon(0.05));
   CHECK(refit.held_out_median() < 0.02);  // held-out median error of the refit
+}
+
+TEST_CASE("Against: a Blackwell GPU's decode rows pay one pair of costs over either cache, per block in its SM cycles", "[validate]") {
+  // On sm100 TensorRT-LLM's XQA dispatcher runs TRTLLM-GEN for every decode launch (gqa_decode_cost_pair):
+  // B200's rows over a bf16 and an fp8 cache are one kernel's, and the fit gives one pair of costs,
+  // no second one; its cost per block comes back as one SM's time at 1 GHz, the unit a profile
+  // carries to other GPUs (B200: 148 SMs at 1,965 MHz). The same rows on an H100 get two pairs (above).
+  const HardwareSpec b200 = load_gpu("b200");
+  REQUIRE(gqa_decode_cost_pair(b200) == DecodeCostPair::every_launch);
+  KernelEfficiency given;
+  given.fixed = Seconds{9e-6};
+  given.per_sequence = Seconds{3.3e-6};  // 3,300 cycles: 11.3 ns a block over B200's 290.8 SM-GHz
+  given.eta_memory = 0.9;
+  CHECK(given.per_sequence.value * block_cost_scale(gqa_decode_op(32, 8, 4, 512).tiling, 148, b200.sm_clock_hz) == Approx(3.3e-6 / (148 * 1.965)));
+  std::string table = "kernel,batch,kv_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us\n";
+  for (const char* kv : {"bf16", "fp8"})
+    for (int b : {1, 4, 16, 64, 256, 1024})
+      for (int len : {64, 512, 2048, 8192, 32768})
+        for (auto [heads, kv_heads] : {std::pair{32, 8}, std::pair{64, 8}}) {
+          const Op op = gqa_decode_op(heads, kv_heads, b, len, std::string(kv) == "fp8" ? KvDtype::fp8 : KvDtype::bf16);
+          table += gqa_decode_line(b, len, heads, kv_heads, kv, timed_on(b200, op, given).time());
+        }
+  Scratch s("against-blackwell-decode");
+  s.write("t.csv", table);
+  const GemmRefit refit(s, b200, "attention_decode");
+  const nlohmann::json& g = refit.gemm;
+  INFO(g.dump());
+  CHECK_FALSE(g.contains("t_fixed_fp8_cache_s"));
+  CHECK(g["t_fixed_s"].get<double>() == Approx(9e-6).epsilon(0.1));
+  CHECK(g["t_seq_s"].get<double>() == Approx(3.3e-6).epsilon(0.15));
+  CHECK(refit.held_out_median() < 0.02);
 }
 
 TEST_CASE("Against: decode rows give back MMHA's own cost per block, and a block cost in the max", "[validate]") {
   // GQA decode rows on an H100 over a bf16 cache timed by the model itself: 7 µs per launch, 35 ns per
   // XQA block and 10 ns per MMHA block, the blocks' cost a term of the max with the streaming (η_m
-  // 0.85), over head groups of 4 and 16 (one group alone cannot tell η_m from a compute term added to
+  // 0.85; the costs per block as stated, one SM's time at 1 GHz: 132 x 1.98 times those), over head groups of 4 and 16 (one group alone cannot tell η_m from a compute term added to
   // the streaming: both scale with its bytes). The fit finds the overlap and both costs.
   const HardwareSpec h100 = load_gpu("h100");
   KernelEfficiency given;
   given.fixed = Seconds{7e-6};
-  given.per_sequence = Seconds{35e-9};
-  given.per_sequence_mmha = Seconds{10e-9};
+  given.per_sequence = Seconds{35e-9 * kH100SmGhz};
+  given.per_sequence_mmha = Seconds{10e-9 * kH100SmGhz};
   given.sequences_overlap = true;
   given.eta_memory = 0.85;
   std::string table = "kernel,batch,kv_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us\n";
@@ -961,9 +997,9 @@ TEST_CASE("Against: decode rows give back MMHA's own cost per block, and a block
   const nlohmann::json& g = refit.gemm;
   INFO(g.dump());
   CHECK(g.value("per_sequence_overlapped", false));
-  CHECK(g["t_seq_s"].get<double>() == Approx(35e-9).epsilon(0.15));
+  CHECK(g["t_seq_s"].get<double>() == Approx(35e-9 * kH100SmGhz).epsilon(0.15));
   REQUIRE(g.contains("t_seq_mmha_s"));
-  CHECK(g["t_seq_mmha_s"].get<double>() == Approx(10e-9).epsilon(0.2));
+  CHECK(g["t_seq_mmha_s"].get<double>() == Approx(10e-9 * kH100SmGhz).epsilon(0.2));
   CHECK(g["eta_memory"].get<double>() == Approx(0.85).epsilon(0.05));
   CHECK(refit.held_out_median() < 0.02);  // held-out median error of the refit
 }
@@ -979,7 +1015,7 @@ TEST_CASE("Against: decode rows bound by XQA's compute give back its fraction of
   const HardwareSpec h100 = load_gpu("h100");
   KernelEfficiency given;
   given.fixed = Seconds{8e-6};
-  given.per_sequence = Seconds{35e-9};
+  given.per_sequence = Seconds{35e-9 * kH100SmGhz};
   given.sequences_overlap = true;
   given.eta_compute = 0.065;
   given.eta_memory = 0.85;
@@ -1010,7 +1046,7 @@ TEST_CASE("Against: decode rows of a large head group give back MMHA's fraction 
   const FlopsPerSecond fp32 = *h100.peak_flops(DType::fp32);
   KernelEfficiency given;
   given.fixed = Seconds{7e-6};
-  given.per_sequence = Seconds{35e-9};
+  given.per_sequence = Seconds{35e-9 * kH100SmGhz};
   given.eta_compute_mmha = 0.1;
   given.eta_memory = 0.85;
   std::string table = "kernel,batch,kv_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us\n";
@@ -1062,7 +1098,7 @@ TEST_CASE("Against: expanded prefill rows give back their cost per CTA, and a me
           const PathPlan plan = mla_path(mm, w, PathKind::expand);
           const Op* op = plan.find(OpId::attention_mha);
           REQUIRE(op);
-          const double t = calibrated_time(*op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false, Bytes{0})
+          const double t = calibrated_time(*op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), h100.sm_clock_hz, false, Bytes{0})
                                .time().value;
           table += fmt::format("expanded_prefill,{},{},{},{:.6f}\n", b, len, heads, t * 1e6);
         }
@@ -1325,7 +1361,7 @@ Op latent_decode_op(const ModelSpec& m, int b, int keys, int heads, KvDtype kv =
 // The time `law` gives one layer's latent decode of `b` sequences of `keys` keys at `heads` heads on
 // `hw` (bf16): a row of a model-timed table.
 double latent_decode_time(const ModelSpec& m, const HardwareSpec& hw, const KernelEfficiency& law, int b, int keys, int heads) {
-  return calibrated_time(latent_decode_op(m, b, keys, heads), law, *hw.peak_flops(DType::bf16), hw.memory_bandwidth, static_cast<double>(hw.sm_count), false,
+  return calibrated_time(latent_decode_op(m, b, keys, heads), law, *hw.peak_flops(DType::bf16), hw.memory_bandwidth, static_cast<double>(hw.sm_count), hw.sm_clock_hz, false,
                          hw.l2_cache)
       .time()
       .value;
@@ -1530,7 +1566,7 @@ TEST_CASE("Against: an η_c that no row's compute bound reaches is the least tha
     for (int keys : {1024, 4096, 16384})
       for (int heads : {16, 32}) {
         const Op op = latent_decode_op(m, b, keys, heads);
-        const double t = calibrated_time(op, law, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false, Bytes{0}).time().value;
+        const double t = calibrated_time(op, law, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), h100.sm_clock_hz, false, Bytes{0}).time().value;
         rows.push_back({op, t});
         table += fmt::format("absorbed_decode,{},{},{},{:.6f}\n", b, keys, heads, t * 1e6);
       }
@@ -1546,7 +1582,7 @@ TEST_CASE("Against: an η_c that no row's compute bound reaches is the least tha
     k.eta_compute = eta_c;
     double worst = 0;
     for (const auto& [op, t] : rows)
-      worst = std::max(worst, calibrated_time(op, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), false, Bytes{0}).time().value / t - 1);
+      worst = std::max(worst, calibrated_time(op, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), h100.sm_clock_hz, false, Bytes{0}).time().value / t - 1);
     return worst;
   };
   CHECK(slowest(eta) < 0.01);

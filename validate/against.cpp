@@ -127,7 +127,7 @@ bool runs_mmha(const Row& r) { return launch_shape(r.op.tiling, sms_of(r)).mmha;
 // ops from DRAM).
 // `passes_s`: the time of the row's other kernels (default: the one set_pass_times gave it).
 double row_time(const Row& r, const KernelEfficiency& k, std::optional<double> passes_s = std::nullopt) {
-  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms_of(r), r.fp8, r.gpu->l2_cache, cuda_core_peak(r)).time().value +
+  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms_of(r), r.gpu->sm_clock_hz, r.fp8, r.gpu->l2_cache, cuda_core_peak(r)).time().value +
          (r.other_s + passes_s.value_or(r.passes_s));
 }
 double model_time(const Row& r, const GpuKernelFit& f) { return row_time(r, f.eff); }
@@ -166,9 +166,9 @@ KernelEfficiency without_linear_costs(KernelEfficiency k) {
 }
 RowParts row_parts(const Row& r, const KernelEfficiency& with_costs) {
   const KernelEfficiency k = without_linear_costs(with_costs);
-  const CalibratedTime t = calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms_of(r), r.fp8, r.gpu->l2_cache, cuda_core_peak(r));
+  const CalibratedTime t = calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms_of(r), r.gpu->sm_clock_hz, r.fp8, r.gpu->l2_cache, cuda_core_peak(r));
   const bool own = !launch_costs(k, r.op.fp8_cache).fp8_cache;
-  return RowParts{.launches = t.launches, .sequences = t.sequences, .cta_waves = t.cta_waves, .held = t.fixed.value, .held_blocks = t.blocks.value,
+  return RowParts{.launches = t.launches, .sequences = t.sequences * t.sequence_scale, .cta_waves = t.cta_waves, .held = t.fixed.value, .held_blocks = t.blocks.value,
                   .own = own, .mmha = own && t.mmha, .overlap = k.sequences_overlap, .cta_overlap = k.cta_overlap, .serial = k.serial_memory,
                   .compute = t.compute.value, .memory = t.memory.value, .streaming = t.streaming().value, .other = r.extra_s()};
 }
@@ -225,7 +225,12 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   if (batches) {
     // 0, then 0.25 ns .. 1 µs per sequence; latent attention up to 100 µs, as a split launch pays it
     // per sequence its fullest SM part starts (latent_partition), a hundred times fewer than the batch's.
-    tseqs = kernel == kDecode || kernel == kSparse ? geometric_axis(1e-10, 1e-4, 14) : geometric_axis(1e-10, 1e-6, 10);
+    // A GQA decode kernel's cost per block is one SM's time at 1 GHz (block_cost_scale): 0, then 10 ns
+    // .. 100 µs (10 to 100,000 cycles), in 14 steps (at 12 or 13 the refinement from the coarse grid
+    // settles elsewhere on the Against tests' rows of XQA's compute and gives η_c 0.22 for 0.065).
+    tseqs = kernel == kDecode || kernel == kSparse ? geometric_axis(1e-10, 1e-4, 14)
+            : kernel == kAttentionDecode          ? geometric_axis(1e-8, 1e-4, 14)
+                                                  : geometric_axis(1e-10, 1e-6, 10);
     tseqs[0] = 0;
   }
   // The flash prefill kernels (expanded MLA and GQA prompts): 0, then 10 ns .. 10 µs per CTA the
@@ -514,7 +519,7 @@ double passes_time(const Row& r, const PassEfficiency& e) {
   const double sms = sms_of(r);
   double t = 0;
   for (const Op& p : r.passes)
-    t += e ? calibrated_time(p, *e, FlopsPerSecond{bf16}, r.gpu->memory_bandwidth, sms, false, r.gpu->l2_cache).time().value : sol_of(r, p, bf16);
+    t += e ? calibrated_time(p, *e, FlopsPerSecond{bf16}, r.gpu->memory_bandwidth, sms, r.gpu->sm_clock_hz, false, r.gpu->l2_cache).time().value : sol_of(r, p, bf16);
   return t;
 }
 void set_pass_times(std::vector<Row>& rows, const PassEfficiency& e) {
@@ -667,9 +672,10 @@ void read_gqa_attention(const Table2& t, const std::vector<std::string>& row, st
   const Op* op = plan.find(OpId::attention);
   if (!op) throw std::logic_error("--against: the standard path lacks its attention op");
   r.op = *op;
-  // Only a Hopper GPU's decode rows over an fp8 cache time another kernel (XQA's QGMMA); elsewhere
-  // they fit with the bf16 rows' costs.
-  r.op.fp8_cache = r.op.fp8_cache && runs_fp8_cache_decode_kernel(*r.gpu);
+  // A decode row on TMA-fed kernels (a Hopper GPU's over an fp8 cache: XQA's QGMMA; every one of a
+  // Blackwell GPU's: TRTLLM-GEN) pays the family's second pair of launch costs (gqa_decode_cost_pair);
+  // the others the Ampere-style kernel's.
+  r.op.fp8_cache = pays_second_decode_pair(*r.gpu, r.op.fp8_cache);
   set_peak(r, fp8_kernel);
   // A prompt row on the fp8 context kernel starts at costs of its own: fitted apart where the rows
   // time both kernels.
@@ -964,8 +970,8 @@ std::string split_text(const GpuKernelFit& f) {
 Table fit_table(const std::string& title, const std::vector<std::pair<std::string, GpuKernelFit>>& fits) {
   Table ft{.name = "fit", .title = title,
            .columns = {{"fitted_on", "fitted on", Unit::text}, {"kernel", "kernel", Unit::text}, {"t_fixed_s", "fixed cost", Unit::seconds},
-            {"t_seq_s", "per sequence or block", Unit::seconds}, {"t_fixed_fp8_cache_s", "fixed, fp8 cache", Unit::seconds},
-            {"t_seq_fp8_cache_s", "per sequence or block, fp8 cache", Unit::seconds}, {"t_seq_mmha_s", "per block, MMHA", Unit::seconds},
+            {"t_seq_s", "per sequence or block (block: one SM at 1 GHz)", Unit::seconds}, {"t_fixed_fp8_cache_s", "fixed, fp8 cache or TMA decode", Unit::seconds},
+            {"t_seq_fp8_cache_s", "per sequence or block, fp8 cache or TMA decode", Unit::seconds}, {"t_seq_mmha_s", "per block, MMHA (one SM at 1 GHz)", Unit::seconds},
             {"eta_compute", "η compute", Unit::fraction}, {"eta_compute_fp8", "η compute fp8", Unit::fraction},
             {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction}, {"eta_compute_mmha", "η compute MMHA (of FP32)", Unit::fraction},
             {"eta_memory", "η memory", Unit::fraction}, {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"l2_speedup", "L2 speed-up", Unit::decimal},

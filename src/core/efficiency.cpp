@@ -135,7 +135,16 @@ double eta_compute_for(const KernelEfficiency& k, bool fp8, bool per_tensor) {
   return fp8 && k.eta_compute_fp8 ? *k.eta_compute_fp8 : k.eta_compute;
 }
 
-bool runs_fp8_cache_decode_kernel(const HardwareSpec& hw) { return hw.architecture == "hopper"; }
+DecodeCostPair gqa_decode_cost_pair(const HardwareSpec& hw) {
+  if (hw.architecture == "hopper") return DecodeCostPair::fp8_cache;
+  if (hw.architecture == "blackwell") return DecodeCostPair::every_launch;
+  return DecodeCostPair::none;
+}
+
+bool pays_second_decode_pair(const HardwareSpec& hw, bool fp8_cache) {
+  const DecodeCostPair p = gqa_decode_cost_pair(hw);
+  return p == DecodeCostPair::every_launch || (p == DecodeCostPair::fp8_cache && fp8_cache);
+}
 
 LaunchCosts launch_costs(const KernelEfficiency& k, bool fp8_cache, bool mmha) {
   if (fp8_cache && k.fixed_fp8_cache && k.per_sequence_fp8_cache) return {*k.fixed_fp8_cache, *k.per_sequence_fp8_cache, true, false};
@@ -269,8 +278,13 @@ bool computes_on_cuda_cores(const KernelEfficiency& k, bool mmha, FlopsPerSecond
   return mmha && k.eta_compute_mmha && cuda_core_peak.value > 0;
 }
 
-CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, bool fp8,
-                               Bytes l2, FlopsPerSecond cuda_core_peak) {
+double block_cost_scale(const Tiling& t, double sms, double sm_clock_hz) {
+  if (!t.decode_kernel) return 1;
+  return sms > 0 && sm_clock_hz > 0 ? kBlockCostClockHz / (sms * sm_clock_hz) : 0;
+}
+
+CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, double sm_clock_hz,
+                               bool fp8, Bytes l2, FlopsPerSecond cuda_core_peak) {
   CalibratedTime t;
   const Tiling& tl = op.tiling;
   const LaunchShape launch = launch_shape(tl, sms);
@@ -321,11 +335,13 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   const double cta_cost = t.cta_waves * k.per_cta.value;
   if (k.cta_overlap) t.ctas = Seconds{t.launches * cta_cost};
   const double fixed_ctas = k.cta_overlap ? 0 : cta_cost;
+  t.sequence_scale = block_cost_scale(tl, sms, sm_clock_hz);
+  const double per_sequence = costs.per_sequence.value * t.sequence_scale;
   if (k.sequences_overlap) {
     t.fixed = Seconds{t.launches * (costs.fixed.value + fixed_ctas)};
-    t.blocks = Seconds{t.launches * t.sequences * costs.per_sequence.value};
+    t.blocks = Seconds{t.launches * t.sequences * per_sequence};
   } else {
-    t.fixed = Seconds{t.launches * (costs.fixed.value + t.sequences * costs.per_sequence.value + fixed_ctas)};
+    t.fixed = Seconds{t.launches * (costs.fixed.value + t.sequences * per_sequence + fixed_ctas)};
   }
   return t;
 }

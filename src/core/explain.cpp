@@ -435,7 +435,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const LaunchShape launch = launch_shape(tl, rf.sms);
     const std::optional<LatentPartition> part = latent_partition(tl, rf.sms, k.split_kv);
     // The counts the fixed term was paid for, as calibrated_time counted them.
-    const CalibratedTime counted = calibrated_time(op, k, peak, rf.bandwidth, rf.sms, takes_fp8_efficiency(op, rf), Bytes{0}, rf.peak_cuda_core);
+    const CalibratedTime counted = calibrated_time(op, k, peak, rf.bandwidth, rf.sms, rf.sm_clock_hz, takes_fp8_efficiency(op, rf), Bytes{0}, rf.peak_cuda_core);
     const bool cuda_cores = computes_on_cuda_cores(k, launch.mmha, rf.peak_cuda_core);
     const double sequences = counted.sequences;
     std::string partition;  // how the sequences a latent split launch pays t_seq for were counted
@@ -496,9 +496,14 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     std::string terms_v = k.serial_memory ? cat(bound(cv), " + ", bound(mv)) : bound(both(cv, mv));
     // (sequences_overlap) the blocks' cost a term of the max: max(that, launches · sequences · t_seq).
     const bool overlap = k.sequences_overlap;
+    // A GQA decode block's cost: one SM's time at 1 GHz, over the GPU's SMs and clock (block_cost_scale).
+    const double t_seq = costs.per_sequence.value * counted.sequence_scale;
+    const std::string block_scale = tl.decode_kernel ? cat(", t_seq = ", secs(costs.per_sequence.value), " · 1 GHz / (", num(rf.sms), " SMs · ",
+                                                           num(rf.sm_clock_hz / 1e6), " MHz), one SM's time per block at 1 GHz over the GPU's SMs")
+                                                     : std::string();
     if (overlap) {
       terms_f = cat("max(", terms_f, ", launches · sequences · t_seq)");
-      terms_v = cat("max(", terms_v, ", ", num(counted.launches), " · ", num(sequences), " · ", secs(costs.per_sequence.value), ")");
+      terms_v = cat("max(", terms_v, ", ", num(counted.launches), " · ", num(sequences), " · ", secs(t_seq), ")");
     }
     const bool cta_fixed = per_cta && !cta_inside;
     const Seconds compute = t.compute + t.ctas;
@@ -515,8 +520,9 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                                                    cuda_cores ? ", its FLOPs on CUDA cores at the FP32 peak" : "")
                          : tl.decode_kernel ? (overlap ? ", XQA: t_seq per block of its launch, one per KV head and sequence and each split of its keys"
                                                        : ", XQA: t_seq per block, one per KV head and sequence")
-                                            : partition),
-                     cat(num(counted.launches), " · (", secs(costs.fixed.value), overlap ? std::string() : cat(" + ", num(sequences), " · ", secs(costs.per_sequence.value)),
+                                            : partition,
+                         block_scale),
+                     cat(num(counted.launches), " · (", secs(costs.fixed.value), overlap ? std::string() : cat(" + ", num(sequences), " · ", secs(t_seq)),
                          cta_fixed ? cat(" + ", num(counted.cta_waves), " · ", secs(k.per_cta.value)) : std::string(), ") + ", terms_v, "; w = ",
                          resident ? cat(plain(w), " (", num(ctas), " blocks on ", num(rf.sms), " SMs, ", plain(k.resident_ctas), " at once each)")
                                   : cat(num(ctas), " / (⌈", num(ctas), " / ", num(rf.sms), "⌉ · ", num(rf.sms), ")"),

@@ -22,14 +22,34 @@ Roofline roofline_for(const HardwareSpec& hw, DType compute, const Efficiency& e
 Roofline roofline_for(const HardwareSpec& hw, DType compute, const EfficiencyProfile& profile) {
   Roofline rf = roofline_for(hw, compute, Efficiency{});
   rf.kernels = profile.kernels;
-  // The fp8-cache launch costs where the GPU runs the fp8-cache kernel they were fitted on: GQA's
-  // (XQA's QGMMA kernels) on Hopper, the latent family's where fp8 generation MLA runs.
+  // The second pair of launch costs where the GPU runs the kernel they were fitted on: the latent
+  // family's where fp8 generation MLA runs; GQA decode's (gqa_decode_cost_pair) on Hopper for its
+  // fp8-cache launches (XQA's QGMMA), on Blackwell for every launch (TRTLLM-GEN), so there they are
+  // the family's own costs, MMHA's launches' too (the fits time a Blackwell GPU's rows all alike).
+  const DecodeCostPair gqa = gqa_decode_cost_pair(hw);
   for (std::size_t f = 0; f < rf.kernels.size(); ++f) {
-    const bool runs = static_cast<KernelFamily>(f) == KernelFamily::absorbed_decode ? rf.latent_fp8 : runs_fp8_cache_decode_kernel(hw);
-    if (auto& k = rf.kernels[f]; k && !runs) k->fixed_fp8_cache.reset(), k->per_sequence_fp8_cache.reset();
+    auto& k = rf.kernels[f];
+    if (!k) continue;
+    const bool paired = k->fixed_fp8_cache && k->per_sequence_fp8_cache;
+    if (static_cast<KernelFamily>(f) == KernelFamily::attention_decode && gqa == DecodeCostPair::every_launch && paired) {
+      k->fixed = *k->fixed_fp8_cache;
+      k->per_sequence = *k->per_sequence_fp8_cache;
+      k->per_sequence_mmha.reset();
+    }
+    const bool runs = static_cast<KernelFamily>(f) == KernelFamily::absorbed_decode ? rf.latent_fp8 : gqa == DecodeCostPair::fp8_cache;
+    if (!runs) k->fixed_fp8_cache.reset(), k->per_sequence_fp8_cache.reset();
   }
   rf.sms = static_cast<double>(hw.sm_count);
+  rf.sm_clock_hz = hw.sm_clock_hz;
   rf.eta_source = profile.describe();
+  // A GQA decode kernel's blocks cost SM time (block_cost_scale): without the GPU's SMs and clock the
+  // family cannot be timed, and its ops take the speed of light instead, as said.
+  auto& decode = rf.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)];
+  if (decode && !(rf.sms > 0 && rf.sm_clock_hz > 0)) {
+    decode.reset();
+    rf.eta_source += "; attention_decode at speed of light: " + (hw.source.empty() ? hw.name : hw.source) + " gives no " +
+                     (rf.sms > 0 ? "sm_boost_clock_mhz" : "sm_count") + ", and its blocks' cost is SM time";
+  }
   return rf;
 }
 
@@ -85,7 +105,7 @@ OpTime op_time(const Op& op, const Roofline& rf) {
   t.intensity = op.bytes().value > 0 ? op.flops / op.bytes() : 0;
   if (const auto fam = rf.fit_family(family_of(op))) {
     const CalibratedTime c =
-        calibrated_time(op, *rf.kernels[static_cast<std::size_t>(*fam)], op_peak(op, rf), rf.bandwidth, rf.sms, takes_fp8_efficiency(op, rf), Bytes{0}, rf.peak_cuda_core);
+        calibrated_time(op, *rf.kernels[static_cast<std::size_t>(*fam)], op_peak(op, rf), rf.bandwidth, rf.sms, rf.sm_clock_hz, takes_fp8_efficiency(op, rf), Bytes{0}, rf.peak_cuda_core);
     t.compute = c.compute, t.memory = c.memory, t.fixed = c.fixed, t.blocks = c.blocks, t.ctas = c.ctas, t.time = c.time(), t.serial = c.serial;
     t.compute_bound = t.compute + t.ctas >= t.memory;
     t.calibrated = true;

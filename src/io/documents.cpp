@@ -58,9 +58,9 @@ void add_efficiency_table(Document& doc, const Roofline& rf) {
   if (!rf.calibrated()) return;
   Table t{.name = "efficiency", .title = "Calibrated kernel families (other ops at speed of light): " + rf.eta_source,
           .columns = {{"family", "kernel family", Unit::text}, {"fixed_s", "fixed per launch", Unit::seconds},
-                      {"per_sequence_s", "per sequence or block", Unit::seconds}, {"fixed_fp8_cache_s", "fixed, fp8 cache", Unit::seconds},
-                      {"per_sequence_fp8_cache_s", "per sequence or block, fp8 cache", Unit::seconds},
-                      {"per_sequence_mmha_s", "per block, MMHA", Unit::seconds}, {"eta_compute", "η compute", Unit::fraction},
+                      {"per_sequence_s", "per sequence or block (block: one SM at 1 GHz)", Unit::seconds}, {"fixed_fp8_cache_s", "fixed, fp8 cache or TMA decode", Unit::seconds},
+                      {"per_sequence_fp8_cache_s", "per sequence or block, fp8 cache or TMA decode", Unit::seconds},
+                      {"per_sequence_mmha_s", "per block, MMHA (one SM at 1 GHz)", Unit::seconds}, {"eta_compute", "η compute", Unit::fraction},
                       {"eta_compute_fp8", "η compute fp8", Unit::fraction}, {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction},
                       {"eta_compute_mmha", "η compute MMHA (of FP32)", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
                       {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"per_cta_s", "per CTA the busiest SM runs", Unit::seconds},
@@ -175,6 +175,7 @@ Document gpus_document() {
            {"fp4_flops_per_s", "fp4", Unit::flops_per_s},
            {"ridge_bf16_flop_per_byte", "bf16 ridge", Unit::flop_per_byte},
            {"sm_count", "SMs/CUs", Unit::count},
+           {"sm_boost_clock_mhz", "SM MHz", Unit::count},
            {"unconfirmed_fields", "unconfirmed", Unit::text}},
           .rows = {}};
   for (const BundledEntry& e : bundled_gpus()) {
@@ -185,6 +186,7 @@ Document gpus_document() {
     if (auto r = hw.ridge_flop_per_byte(DType::bf16)) ridge = *r;
     t.rows.push_back({e.short_name, hw.name + (hw.unconfirmed.empty() ? "" : " *"), hw.memory_capacity.value, hw.memory_bandwidth.value,
                       peak(hw, DType::bf16), peak(hw, DType::fp8), peak(hw, DType::fp4), ridge, hw.sm_count,
+                      hw.sm_clock_hz > 0 ? Value{static_cast<std::int64_t>(std::llround(hw.sm_clock_hz / 1e6))} : Value{},
                       unconfirmed.empty() ? std::string("-") : unconfirmed});
   }
   doc.tables.push_back(std::move(t));

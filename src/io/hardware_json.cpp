@@ -129,6 +129,10 @@ HardwareSpec parse_hardware(const json& j, const std::string& where) {
     if (sm->second > 1e6) fail_key(where, sm->first, show_json(j[sm->first]["value"]), "exceeds a million");
     hw.sm_count = static_cast<std::int64_t>(std::llround(sm->second));
   }
+  if (const auto clock = one_of(j, where, {{"sm_boost_clock_mhz", 1e6}}, false, hw, "sm_clock")) {
+    if (clock->second < 1e8 || clock->second > 1e10) fail_key(where, clock->first, show_json(j[clock->first]["value"]), "expected 100 to 10,000 MHz");
+    hw.sm_clock_hz = clock->second;
+  }
   if (const auto l2 = one_of(j, where, {{"l2_cache_mib", static_cast<double>(kMiB)}, {"l2_cache_mb", 1e6}}, false, hw, "l2_cache")) {
     if (l2->second > 1e12) fail_key(where, l2->first, show_json(j[l2->first]["value"]), "exceeds 1 TB");
     hw.l2_cache = Bytes{static_cast<std::int64_t>(std::llround(l2->second))};
@@ -183,6 +187,7 @@ nlohmann::ordered_json hardware_to_json(const HardwareSpec& hw) {
   for (const auto& [d, peak] : hw.dense_peak)
     j["dense_peak_tflops"][std::string(to_string(d))] = sourced_json(peak.value / kTB, hw, "peak_" + std::string(to_string(d)));
   if (hw.sm_count > 0) j["sm_count"] = sourced_json(static_cast<double>(hw.sm_count), hw, "sm_count");
+  if (hw.sm_clock_hz > 0) j["sm_boost_clock_mhz"] = sourced_json(hw.sm_clock_hz / 1e6, hw, "sm_clock");
   if (hw.l2_cache.value > 0) j["l2_cache_mib"] = sourced_json(static_cast<double>(hw.l2_cache.value) / static_cast<double>(kMiB), hw, "l2_cache");
   if (hw.scale_up_bandwidth_per_direction.value > 0)
     j["scale_up_bandwidth_gb_per_s_per_direction"] = sourced_json(hw.scale_up_bandwidth_per_direction.value / kGB, hw, "scale_up_bandwidth");

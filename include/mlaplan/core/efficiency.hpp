@@ -74,7 +74,8 @@ struct KernelEfficiency {
   // prefill ops never do, so a step's prefill takes the bf16 kernel's costs): on Hopper TensorRT-LLM's XQA reads fp8 keys with
   // its QGMMA kernels, whose blocks start and walk their keys at another cost than the bf16 kernel's,
   // and MMHA with its fp8-cache instantiation where the head group has no XQA kernel
-  // (runs_fp8_cache_decode_kernel; when MMHA also took small fp8 batches, keeping it on the bf16
+  // (gqa_decode_cost_pair, which also gives Blackwell's TRTLLM-GEN launches this pair, over any cache;
+  // when MMHA also took small fp8 batches, keeping it on the bf16
   // kernel's costs fit H100's decode rows worse in-table, 16.6% against 15.4%). Both or neither;
   // absent: fixed and per_sequence.
   std::optional<Seconds> fixed_fp8_cache;
@@ -221,12 +222,25 @@ bool is_latent_attention(KernelFamily f);
 // The compute efficiency a family's kernel runs at: for an fp8 kernel its fp8 one where it has one
 // (per-tensor scales: its per-tensor one first).
 double eta_compute_for(const KernelEfficiency& k, bool fp8, bool per_tensor = false);
-// Whether a GPU decodes over an fp8 cache with a kernel of its own: TensorRT-LLM's XQA takes its
-// QGMMA kernels for an E4M3 cache on sm90 only (NVIDIA/TensorRT-LLM
-// cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/decoderXQAImplJIT/kernelUtils.cpp@602593ac:90-98),
-// so the Hopper GPUs; elsewhere the fp8 cache runs the bf16 cache's kernel (its blocks' costs
-// measured alike on B200) and a profile's fp8-cache costs are not used (roofline_for drops them).
-bool runs_fp8_cache_decode_kernel(const HardwareSpec& hw);
+// Which of a GQA decode family's launches pay its second pair of launch costs (fixed_fp8_cache,
+// per_sequence_fp8_cache) on a GPU: those of TensorRT-LLM's TMA-fed, warp-specialised decode kernels,
+// whose blocks cost about a third of the SM cycles the Ampere-style XQA kernel's do (fitted per block,
+// one SM's time at 1 GHz: H100's QGMMA 2.99 µs and B200's TRTLLM-GEN 3.35 µs, against 10.0 µs for
+// H100's HMMA kernel over a bf16 cache and 9.44 µs for A100's).
+//  - fp8_cache (Hopper): XQA takes its QGMMA kernel (mha_sm90) for an E4M3 cache on sm90 only
+//    (NVIDIA/TensorRT-LLM cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/decoderXQAImplJIT/
+//    kernelUtils.cpp@602593ac:90-98), so the pair times the fp8-cache launches;
+//  - every_launch (Blackwell): on sm100 TensorRT-LLM's XQA dispatcher runs TRTLLM-GEN's generation
+//    kernels instead of XQA's (cpp/tensorrt_llm/kernels/xqaDispatcher.cpp@c8b9bfc7:129-144,
+//    mUseTllmGen = isSM100Family()), with no perf-gain test and for any head group up to 16
+//    (:240-242), so the pair times every decode launch (roofline_for makes it the family's own costs
+//    there). Its larger groups fall back to MMHA, and the launch shape here stays XQA's rule (not
+//    modelled: the fits time a Blackwell GPU's MMHA launches with the pair too);
+//  - none (the rest): every launch runs the Ampere-style kernel, and roofline_for drops the pair.
+enum class DecodeCostPair { none, fp8_cache, every_launch };
+DecodeCostPair gqa_decode_cost_pair(const HardwareSpec& hw);
+// Whether a GQA decode launch over an `fp8_cache` on `hw` pays the family's second pair (above).
+bool pays_second_decode_pair(const HardwareSpec& hw, bool fp8_cache);
 // The fixed cost per launch and the cost per sequence an op pays under a family: its fp8-cache
 // ones for an op over an fp8 cache where the family has them.
 struct LaunchCosts {
@@ -338,6 +352,7 @@ struct CalibratedTime {
   // What the fixed term counts (the fits solve its costs from these): the launches, the sequences
   // (or blocks, or pieces) each pays t_seq for, and the CTAs the busiest SM runs in each, ⌈CTAs / SMs⌉.
   double launches = 1, sequences = 0, cta_waves = 0;
+  double sequence_scale = 1;  // what each sequence's t_seq is multiplied by (block_cost_scale)
   bool mmha = false;  // the launch runs TensorRT-LLM's MMHA decode kernel (launch_shape)
   Seconds streaming() const { return Seconds{streaming_time(compute.value, ctas.value, memory.value, serial)}; }
   Seconds time() const { return fixed + (blocks > streaming() ? blocks : streaming()); }
@@ -349,8 +364,19 @@ bool fits_l2(const Op& op, const KernelEfficiency& k, Bytes l2);
 // `fp8`: the op runs at the fp8 peak (eta_compute_fp8 where the family has it). `l2`: the GPU's L2
 // (0: unknown, no L2 term). `cuda_core_peak`: the GPU's non-tensor FP32 peak, at which an MMHA launch
 // computes where the family has eta_compute_mmha (0: unknown, the tensor peak as for every launch).
-CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, bool fp8,
-                               Bytes l2, FlopsPerSecond cuda_core_peak = FlopsPerSecond{0});
+// `sm_clock_hz`: the GPU's SM boost clock (HardwareSpec::sm_clock_hz), at which a GQA decode kernel's
+// blocks cost their SM time (block_cost_scale; 0: unknown, the blocks cost nothing, see roofline_for).
+CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, double sm_clock_hz,
+                               bool fp8, Bytes l2, FlopsPerSecond cuda_core_peak = FlopsPerSecond{0});
+// The clock at which a GQA decode family's costs per block are stated: one SM's time per block at
+// 1 GHz, so a cost of 1 µs is 1,000 cycles of one SM.
+inline constexpr double kBlockCostClockHz = 1e9;
+// What a family's cost per sequence is multiplied by for an op on a GPU of `sms` SMs at `sm_clock_hz`:
+// 1, but for a GQA decode kernel (Tiling::decode_kernel), whose cost per block is one SM's time at
+// kBlockCostClockHz and whose blocks spread over all the SMs: kBlockCostClockHz / (sms·sm_clock_hz)
+// (0 where either is unknown). H100's fitted XQA block, 37.6 ns over its 132 SMs at 1,980 MHz, is
+// 9,830 cycles; A100's, 61.3 ns over 108 SMs at 1,410 MHz, 9,330.
+double block_cost_scale(const Tiling& t, double sms, double sm_clock_hz);
 // Whether a launch computes on CUDA cores at the family's eta_compute_mmha (an MMHA launch of a family
 // that has one, on a GPU whose FP32 peak is known).
 bool computes_on_cuda_cores(const KernelEfficiency& k, bool mmha, FlopsPerSecond cuda_core_peak);

@@ -35,6 +35,10 @@ struct HardwareSpec {
   BytesPerSecond memory_bandwidth{0};
   std::map<DType, FlopsPerSecond> dense_peak;  // dense (not 2:4-sparse) peaks
   std::int64_t sm_count = 0;                   // SMs (NVIDIA) or CUs (AMD)
+  // The SMs' (CUs') highest boost clock, in Hz (0: not known): a GQA decode kernel's cost per thread
+  // block is SM time, cycles that take sm_count·clock less on a GPU of more or faster SMs
+  // (KernelEfficiency::per_sequence, calibrated_time).
+  double sm_clock_hz = 0;
   Bytes l2_cache{0};
   BytesPerSecond scale_up_bandwidth_per_direction{0};   // NVLink (or Infinity Fabric) per GPU
   BytesPerSecond scale_out_bandwidth_per_direction{0};  // the network between nodes, per GPU

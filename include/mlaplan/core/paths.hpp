@@ -157,7 +157,7 @@ struct Op {
   bool fp8_per_tensor = false;
   // A GQA decode kernel over an fp8 KV cache: on Hopper another kernel (TensorRT-LLM's XQA runs its
   // QGMMA kernels there), with its family's fp8-cache launch costs where they were fitted apart
-  // (KernelEfficiency::fixed_fp8_cache, runs_fp8_cache_decode_kernel). The absorbed path's latent
+  // (KernelEfficiency::fixed_fp8_cache, gqa_decode_cost_pair). The absorbed path's latent
   // attention over an fp8 cache likewise: where the GPU runs fp8 generation MLA (Roofline::latent_fp8)
   // it computes at the fp8 peak with its family's fp8 efficiency and fp8-cache launch costs.
   bool fp8_cache = false;

@@ -31,6 +31,7 @@ struct Roofline {
   // time on `sms` SMs; the others take the uniform efficiencies above and `launch`.
   std::array<std::optional<KernelEfficiency>, kKernelFamilyCount> kernels{};
   double sms = 0;
+  double sm_clock_hz = 0;  // HardwareSpec::sm_clock_hz, at which a GQA decode kernel's blocks cost their SM time
   std::string eta_source = "speed of light";  // what the times assume, as outputs name it
   bool calibrated() const;
   // The family whose fitted parameters time an op of family f: its own; for a grouped GEMM without
