@@ -674,6 +674,13 @@ struct GemmRefit {
   }
 };
 
+// The refit of one family (--against) on a table written to a scratch folder of its own.
+GemmRefit refit_of(const char* scratch, const std::string& table, const HardwareSpec& gpu, const char* family = "gemm") {
+  Scratch s(scratch);
+  s.write("t.csv", table);
+  return GemmRefit(s, gpu, family);
+}
+
 TEST_CASE("Against: the fit recovers the memory reach, efficiencies and fixed cost its rows were made with", "[validate]") {
   // bf16 GEMMs on an H100 timed by the model itself at a reach of 10 SM shares: skinny shapes of few
   // tiles (where the reach decides the time), square ones (compute), and between.
@@ -689,9 +696,7 @@ TEST_CASE("Against: the fit recovers the memory reach, efficiencies and fixed co
         const double t = calibrated_time(op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), h100.sm_clock_hz, false, Bytes{0}).time().value;
         table += fmt::format("gemm,{},{},{},bf16,{:.6f}\n", m, n, k, t * 1e6);
       }
-  Scratch s("against-reach");
-  s.write("t.csv", table);
-  const GemmRefit refit(s, h100);
+  const GemmRefit refit = refit_of("against-reach", table, h100, "gemm");
   const nlohmann::json& g = refit.gemm;
   CHECK(g["memory_reach"].get<double>() == Approx(10).epsilon(0.1));
   CHECK(g["eta_memory"].get<double>() == Approx(0.75).epsilon(0.05));
@@ -723,9 +728,7 @@ TEST_CASE("Against: bf16, block-scaled and per-tensor fp8 GEMMs get their own ef
           const double other = tensor ? 5e-6 : 0;
           table += fmt::format("gemm,{},{},{},{},{:.6f},{}\n", m, n, k, dtype, (t + other) * 1e6, tensor ? "5" : "");
         }
-  Scratch s("against-fp8-kinds");
-  s.write("t.csv", table);
-  const GemmRefit refit(s, h100);
+  const GemmRefit refit = refit_of("against-fp8-kinds", table, h100, "gemm");
   const nlohmann::json& g = refit.gemm;
   CHECK(g["eta_compute"].get<double>() == Approx(0.8).epsilon(0.05));
   CHECK(g["eta_compute_fp8"].get<double>() == Approx(0.4).epsilon(0.05));
@@ -810,9 +813,7 @@ TEST_CASE("Against: fold rows timed over weights the L2 keeps give back the L2 s
     }
   REQUIRE(in_l2 > 8);
   REQUIRE(beyond > 8);
-  Scratch s("against-bmm-l2");
-  s.write("t.csv", table);
-  const GemmRefit refit(s, h100, "bmm");
+  const GemmRefit refit = refit_of("against-bmm-l2", table, h100, "bmm");
   INFO(refit.gemm.dump());
   REQUIRE(refit.gemm.contains("l2_speedup"));
   CHECK(refit.gemm["l2_speedup"].get<double>() == Approx(1.7).epsilon(0.1));
@@ -849,9 +850,7 @@ TEST_CASE("Against: prefill rows whose cost per CTA hides under the streaming gi
         table += fmt::format("expanded_prefill,{},{},{},{:.6f}\n", b, len, heads, t.time().value * 1e6);
       }
   REQUIRE(hidden >= 4);  // rows where the mode decides the time
-  Scratch s("against-cta-overlap");
-  s.write("t.csv", table);
-  const GemmRefit refit(s, h100, "expanded_prefill");
+  const GemmRefit refit = refit_of("against-cta-overlap", table, h100, "expanded_prefill");
   INFO(refit.gemm.dump());
   CHECK(refit.gemm.value("per_cta_overlapped", false));
   CHECK(refit.gemm["t_cta_s"].get<double>() == Approx(3e-6).epsilon(0.15));
@@ -924,9 +923,7 @@ TEST_CASE("Against: decode rows over an fp8 cache get their own fixed and per-bl
           CHECK(op.fp8_cache == (std::string(kv) == "fp8"));
           table += gqa_decode_line(b, len, heads, kv_heads, kv, timed_on(h100, op, given).time());
         }
-  Scratch s("against-fp8-cache");
-  s.write("t.csv", table);
-  const GemmRefit refit(s, h100, "attention_decode");
+  const GemmRefit refit = refit_of("against-fp8-cache", table, h100, "attention_decode");
   const nlohmann::json& g = refit.gemm;
   CHECK(g["t_fixed_s"].get<double>() == Approx(7e-6).epsilon(0.1));
   CHECK(g["t_seq_s"].get<double>() == Approx(15e-9 * kH100SmGhz).epsilon(0.15));
@@ -957,9 +954,7 @@ TEST_CASE("Against: a Blackwell GPU's decode rows pay one pair of costs over eit
           const Op op = gqa_decode_op(heads, kv_heads, b, len, std::string(kv) == "fp8" ? KvDtype::fp8 : KvDtype::bf16);
           table += gqa_decode_line(b, len, heads, kv_heads, kv, timed_on(b200, op, given).time());
         }
-  Scratch s("against-blackwell-decode");
-  s.write("t.csv", table);
-  const GemmRefit refit(s, b200, "attention_decode");
+  const GemmRefit refit = refit_of("against-blackwell-decode", table, b200, "attention_decode");
   const nlohmann::json& g = refit.gemm;
   INFO(g.dump());
   CHECK_FALSE(g.contains("t_fixed_fp8_cache_s"));
@@ -991,9 +986,7 @@ TEST_CASE("Against: decode rows give back MMHA's own cost per block, and a block
       }
   CHECK(mmha > 20);
   CHECK(xqa > 20);
-  Scratch s("against-decode-blocks");
-  s.write("t.csv", table);
-  const GemmRefit refit(s, h100, "attention_decode");
+  const GemmRefit refit = refit_of("against-decode-blocks", table, h100, "attention_decode");
   const nlohmann::json& g = refit.gemm;
   INFO(g.dump());
   CHECK(g.value("per_sequence_overlapped", false));
@@ -1027,9 +1020,7 @@ TEST_CASE("Against: decode rows bound by XQA's compute give back its fraction of
         op.tiling.longest_cta_flops = 0;
         table += gqa_decode_line(b, len, heads, kv_heads, "bf16", timed_on(h100, op, given).time());
       }
-  Scratch s("against-decode-compute");
-  s.write("t.csv", table);
-  const GemmRefit refit(s, h100, "attention_decode");
+  const GemmRefit refit = refit_of("against-decode-compute", table, h100, "attention_decode");
   const nlohmann::json& g = refit.gemm;
   INFO(g.dump());
   CHECK(g["eta_compute"].get<double>() == Approx(0.065).epsilon(0.1));
@@ -1059,9 +1050,7 @@ TEST_CASE("Against: decode rows of a large head group give back MMHA's fraction 
         table += gqa_decode_line(b, len, heads, kv_heads, "bf16", t.time());
       }
   CHECK(cuda_bound >= 10);  // rows the CUDA cores' rate decides
-  Scratch s("against-mmha-compute");
-  s.write("t.csv", table);
-  const GemmRefit refit(s, h100, "attention_decode");
+  const GemmRefit refit = refit_of("against-mmha-compute", table, h100, "attention_decode");
   const nlohmann::json& g = refit.gemm;
   INFO(g.dump());
   REQUIRE(g.contains("eta_compute_mmha"));
@@ -1533,9 +1522,7 @@ TEST_CASE("Against: fp8-cache latent decode rows run at the fp8 peak and give ba
           CHECK(runs_at_fp8_peak(op, rf) == (kv == KvDtype::fp8));
           table += fmt::format("absorbed_decode,{},{},{},{},{:.6f}\n", b, keys, heads, kv == KvDtype::fp8 ? "fp8" : "bf16", op_time(op, rf).time.value * 1e6);
         }
-  Scratch s("against-fp8-latent");
-  s.write("t.csv", table);
-  const GemmRefit refit(s, h100, "absorbed_decode");
+  const GemmRefit refit = refit_of("against-fp8-latent", table, h100, "absorbed_decode");
   const nlohmann::json& g = refit.gemm;
   INFO(g.dump());
   CHECK(g["eta_compute"].get<double>() == Approx(0.5).epsilon(0.05));
@@ -1570,9 +1557,7 @@ TEST_CASE("Against: an η_c that no row's compute bound reaches is the least tha
         rows.push_back({op, t});
         table += fmt::format("absorbed_decode,{},{},{},{:.6f}\n", b, keys, heads, t * 1e6);
       }
-  Scratch s("against-least-eta");
-  s.write("t.csv", table);
-  const GemmRefit refit(s, h100, "absorbed_decode");
+  const GemmRefit refit = refit_of("against-least-eta", table, h100, "absorbed_decode");
   const double eta = refit.gemm["eta_compute"].get<double>();
   INFO(refit.gemm.dump());
   CHECK(eta < 0.9);
@@ -1612,9 +1597,7 @@ TEST_CASE("Against: the latent efficiency is never lowered below the highest rat
   for (int keys : {16384, 32768})
     for (int b : {512, 1024})
       table += fmt::format("absorbed_decode,{},{},128,{:.6f}\n", b, keys, latent_decode_time(m, h100, law, b, keys, 128) * 1e6);
-  Scratch s("against-eta-floor");
-  s.write("t.csv", table);
-  const GemmRefit refit(s, h100, "absorbed_decode");
+  const GemmRefit refit = refit_of("against-eta-floor", table, h100, "absorbed_decode");
   INFO(refit.gemm.dump());
   CHECK(refit.gemm["eta_compute"].get<double>() == Approx(0.5).epsilon(0.03));
 }
