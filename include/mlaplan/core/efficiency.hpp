@@ -16,7 +16,8 @@
 // SM's share of the bandwidth (bandwidth/SMs), so a last wave of r CTAs moves its bytes at
 // min(1, r·reach/SMs) of a full wave's rate, w_m = CTAs / (⌊CTAs/SMs⌋·SMs + max(r, SMs/reach))
 // (1 for whole waves; reach 1 gives w). The parameters are dimensionless fractions and seconds: a profile fitted on one GPU
-// predicts another through that GPU's own peak, bandwidth and SM count (the transfer rule).
+// predicts another through that GPU's own peak, bandwidth and SM count (the transfer rule), and a GQA
+// decode kernel's cost per block through its SMs and clock too (block_cost_scale: one SM's time at 1 GHz).
 #include <array>
 #include <cstdint>
 #include <optional>
