@@ -6,9 +6,11 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
@@ -938,17 +940,20 @@ TEST_CASE("memory waves: a CTA streams up to reach times its SM's share of the b
   CHECK(calibrated_time(un, k, FlopsPerSecond{312e12}, BytesPerSecond{2.039e12}, 108, 1.41e9, false, Bytes{0}).memory.value == Approx(1e6 * 108 / (2.039e12 * 8 * 0.8)));
 }
 
-TEST_CASE("An elementwise pass whose bytes fit the L2 streams them at the family's L2 speed-up, in the fit", "[efficiency]") {
+TEST_CASE("An elementwise pass whose bytes fit the L2 streams them at the family's L2 pace per SM cycle, in the fit", "[efficiency]") {
   // H100's quantise pass, [m, k] bf16 in, fp8 out: m·k·3 bytes. 10 Mi values are 30 MiB, within the
-  // 50 MiB L2: 31,457,280 / (3.35 TB/s · 0.9 · 1.5) = 6.956 µs; 20 Mi values (60 MiB) spill to DRAM:
-  // 62,914,560 / (3.35e12 · 0.9) = 20.87 µs.
+  // 50 MiB L2: at 16 B per SM cycle over 132 SMs at 1.98 GHz the L2 serves 4.182 TB/s, so
+  // 31,457,280 / 4.18176e12 = 7.522 µs; 20 Mi values (60 MiB) spill to DRAM: 62,914,560 / (3.35e12 ·
+  // 0.9) = 20.87 µs.
   const HardwareSpec h100 = load_gpu("h100-sxm");
   REQUIRE(h100.l2_cache.value == 50 * kMiB);
+  REQUIRE(h100.sm_count == 132);
+  REQUIRE(h100.sm_clock_hz == 1.98e9);
   KernelEfficiency k;
   k.fixed = Seconds{1.4e-6};
   k.eta_compute = 0.05;
   k.eta_memory = 0.9;
-  k.l2_speedup = 1.5;
+  k.l2_bytes_per_sm_cycle = 16;
   auto pass = [](double values) {
     Op op;
     op.id = OpId::rms_norm;
@@ -960,33 +965,42 @@ TEST_CASE("An elementwise pass whose bytes fit the L2 streams them at the family
   const Op small = pass(10 * 1048576.0), large = pass(20 * 1048576.0);
   const CalibratedTime in_l2 = calibrated_time(small, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, 132, 1.98e9, false, h100.l2_cache);
   CHECK(in_l2.l2_resident);
-  CHECK(in_l2.memory.value == Approx(31457280 / (3.35e12 * 0.9 * 1.5)));
-  CHECK(in_l2.memory.value == Approx(6.956e-6).epsilon(1e-3));
-  CHECK(in_l2.time().value == Approx(1.4e-6 + 6.956e-6).epsilon(1e-3));
+  CHECK(in_l2.memory.value == Approx(31457280 / (132 * 1.98e9 * 16)));
+  CHECK(in_l2.memory.value == Approx(7.522e-6).epsilon(1e-3));
+  CHECK(in_l2.time().value == Approx(1.4e-6 + 7.522e-6).epsilon(1e-3));
   const CalibratedTime beyond = calibrated_time(large, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, 132, 1.98e9, false, h100.l2_cache);
   CHECK(!beyond.l2_resident);
   CHECK(beyond.memory.value == Approx(62914560 / (3.35e12 * 0.9)));
   CHECK(beyond.memory.value == Approx(20.87e-6).epsilon(1e-3));
-  // An unknown L2, or a family without a speed-up, streams from DRAM.
-  CHECK(calibrated_time(small, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, 132, 1.98e9, false, Bytes{0}).memory.value ==
-        Approx(in_l2.memory.value * 1.5));
-  k.l2_speedup = 1;
-  CHECK(!fits_l2(small, k, h100.l2_cache));
+  // The same pace per SM cycle on B200 (148 SMs at 1.965 GHz): 4.653 TB/s, below its DRAM pace at η_m
+  // 0.9 (7.2 TB/s), so its L2-resident pass is the slower one, as its table shows.
+  const HardwareSpec b200 = load_gpu("b200");
+  const CalibratedTime b_in = calibrated_time(small, k, *b200.peak_flops(DType::bf16), b200.memory_bandwidth, 148, 1.965e9, false, b200.l2_cache);
+  CHECK(b_in.l2_resident);
+  CHECK(b_in.memory.value == Approx(31457280 / (148 * 1.965e9 * 16)));
+  CHECK(b_in.memory.value > 31457280 / (b200.memory_bandwidth.value * 0.9));
+  // An unknown L2, SM count or clock, or a family without an L2 pace, streams from DRAM.
+  const double dram = 31457280 / (3.35e12 * 0.9);
+  CHECK(calibrated_time(small, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, 132, 1.98e9, false, Bytes{0}).memory.value == Approx(dram));
+  CHECK(calibrated_time(small, k, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, 132, 0, false, h100.l2_cache).memory.value == Approx(dram));
+  CHECK(!fits_l2(small, k, h100.l2_cache, 0, 1.98e9));
+  k.l2_bytes_per_sm_cycle = 0;
+  CHECK(!fits_l2(small, k, h100.l2_cache, 132, 1.98e9));
   // The planner prices a step's passes from DRAM: the same 30 MiB pass through the roofline takes
   // DRAM's pace, never less than speed of light.
-  k.l2_speedup = 1.5;
+  k.l2_bytes_per_sm_cycle = 16;
   EfficiencyProfile p;
   p.name = "test";
   p.kernels[static_cast<std::size_t>(KernelFamily::elementwise)] = k;
   const Roofline rf = roofline_for(h100, DType::bf16, p);
-  CHECK(op_time(small, rf).memory.value == Approx(31457280 / (3.35e12 * 0.9)));
+  CHECK(op_time(small, rf).memory.value == Approx(dram));
   CHECK(op_time(small, rf).time.value >= op_time(small, speed_of_light(rf)).time.value);
 }
 
-TEST_CASE("Every bundled GPU with a known L2: a pass of exactly its L2 takes the speed-up, one byte more does not", "[efficiency][property]") {
+TEST_CASE("Every bundled GPU with a known L2, SM count and clock: a pass of exactly its L2 takes the L2's pace, one byte more does not", "[efficiency][property]") {
   KernelEfficiency k;
   k.eta_memory = 0.8;
-  k.l2_speedup = 1.25;
+  k.l2_bytes_per_sm_cycle = 12;
   int known = 0;
   for (const auto& e : bundled_gpus()) {
     const HardwareSpec g = load_hardware_file(e.path);
@@ -994,14 +1008,16 @@ TEST_CASE("Every bundled GPU with a known L2: a pass of exactly its L2 takes the
     Op op;
     op.id = OpId::rms_norm;
     op.bytes_read = BytesF{static_cast<double>(g.l2_cache.value)};
-    const bool fits = fits_l2(op, k, g.l2_cache);
-    CHECK(fits == (g.l2_cache.value > 0));
+    const double sms = static_cast<double>(g.sm_count);
+    const bool fits = fits_l2(op, k, g.l2_cache, sms, g.sm_clock_hz);
+    CHECK(fits == (g.l2_cache.value > 0 && g.sm_count > 0 && g.sm_clock_hz > 0));
     if (!fits) continue;
     ++known;
-    const double at = calibrated_time(op, k, *g.peak_flops(DType::bf16), g.memory_bandwidth, static_cast<double>(g.sm_count), g.sm_clock_hz, false, g.l2_cache).memory.value;
+    const double at = calibrated_time(op, k, *g.peak_flops(DType::bf16), g.memory_bandwidth, sms, g.sm_clock_hz, false, g.l2_cache).memory.value;
+    CHECK(at == Approx(op.bytes_read.value / (sms * g.sm_clock_hz * 12)));
     op.bytes_read = BytesF{op.bytes_read.value + 1};
-    const double past = calibrated_time(op, k, *g.peak_flops(DType::bf16), g.memory_bandwidth, static_cast<double>(g.sm_count), g.sm_clock_hz, false, g.l2_cache).memory.value;
-    CHECK(past / at == Approx(1.25 * (op.bytes_read.value / (op.bytes_read.value - 1))));
+    const double past = calibrated_time(op, k, *g.peak_flops(DType::bf16), g.memory_bandwidth, sms, g.sm_clock_hz, false, g.l2_cache).memory.value;
+    CHECK(past == Approx(op.bytes_read.value / (g.memory_bandwidth.value * 0.8)));
   }
   CHECK(known >= 10);
 }
@@ -1400,13 +1416,17 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.eta_compute_mmha' = 1.01", 0) == 0);
   j["kernels"]["absorbed_decode"]["eta_compute_mmha"] = "0.1";
   CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.eta_compute_mmha' = \"0.1\"", 0) == 0);
-  j = minimal_profile();
-  j["kernels"]["absorbed_decode"]["l2_speedup"] = 0.9;
-  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.l2_speedup' = 0.9: expected a number in [1, 16]");
-  j["kernels"]["absorbed_decode"]["l2_speedup"] = 17;
-  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.l2_speedup' = 17: expected a number in [1, 16]");
-  j["kernels"]["absorbed_decode"]["l2_speedup"] = nullptr;
-  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.l2_speedup' = null: expected a number in [1, 16]");
+  // The two forms of the L2 term, each outside its range (a value below, one above, null).
+  for (const auto& [key, low, high, range] : {std::tuple{"l2_bytes_per_sm_cycle", "0.9", "257", "[1, 256]"}, std::tuple{"l2_speedup", "0.9", "17", "[1, 16]"}})
+    for (const char* bad : {low, high, "null"}) {
+      j = minimal_profile();
+      j["kernels"]["absorbed_decode"][key] = json::parse(bad);
+      CHECK(refusal(j) == fmt::format("p.json: key 'kernels.absorbed_decode.{}' = {}: expected a number in {}", key, bad, range));
+    }
+  // A family's L2 term takes one form: both given is refused, not one silently preferred.
+  j["kernels"]["absorbed_decode"]["l2_speedup"] = 1.4;
+  j["kernels"]["absorbed_decode"]["l2_bytes_per_sm_cycle"] = 16;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.l2_bytes_per_sm_cycle' = 16: a family's L2 term is l2_speedup or l2_bytes_per_sm_cycle, not both");
   // The fp8-cache kernel's costs: a pair, each in seconds.
   j = minimal_profile();
   j["kernels"]["absorbed_decode"]["fixed_fp8_cache_s"] = 2e-6;
@@ -1451,7 +1471,7 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j["kernels"]["absorbed_decode"]["solo_share"] = 0.68;
   j["kernels"]["absorbed_decode"]["eta_compute_fp8"] = 0.3;
   j["kernels"]["absorbed_decode"]["memory_reach"] = 6.5;
-  j["kernels"]["absorbed_decode"]["l2_speedup"] = 1.4;
+  j["kernels"]["absorbed_decode"]["l2_bytes_per_sm_cycle"] = 14.5;
   j["kernels"]["absorbed_decode"]["eta_compute_fp8_tensor"] = 0.55;
   j["kernels"]["absorbed_decode"]["fixed_fp8_cache_s"] = 2.5e-6;
   j["kernels"]["absorbed_decode"]["per_sequence_fp8_cache_s"] = 3e-9;
@@ -1461,6 +1481,10 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j["kernels"]["absorbed_decode"]["per_cta_overlapped"] = true;
   j["kernels"]["absorbed_decode"]["per_sequence_mmha_s"] = 1.25e-8;
   j["kernels"]["absorbed_decode"]["eta_compute_mmha"] = 0.075;
+  j["kernels"]["bmm"] = j["kernels"]["absorbed_decode"];
+  j["kernels"]["bmm"].erase("l2_bytes_per_sm_cycle");
+  for (const char* key : {"resident_ctas", "solo_share"}) j["kernels"]["bmm"].erase(key);
+  j["kernels"]["bmm"]["l2_speedup"] = 1.4;
   const EfficiencyProfile p = parse_efficiency_profile(j, "p.json");
   const EfficiencyProfile q = parse_efficiency_profile(json::parse(efficiency_profile_json(p).dump()), "p.json");
   CHECK(q.describe() == p.describe());
@@ -1472,7 +1496,10 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   CHECK(qk.memory_reach == 6.5);
   CHECK(qk.resident_ctas == 2);
   CHECK(qk.solo_share == 0.68);
-  CHECK(qk.l2_speedup == 1.4);
+  CHECK(qk.l2_bytes_per_sm_cycle == 14.5);
+  CHECK(qk.l2_speedup == 1);
+  CHECK(q.kernel(KernelFamily::bmm)->l2_speedup == 1.4);
+  CHECK(q.kernel(KernelFamily::bmm)->l2_bytes_per_sm_cycle == 0);
   CHECK(qk.eta_compute_fp8_tensor.value_or(0) == 0.55);
   CHECK(qk.fixed_fp8_cache.value_or(Seconds{0}).value == 2.5e-6);
   CHECK(qk.per_sequence_fp8_cache.value_or(Seconds{0}).value == 3e-9);
@@ -1491,7 +1518,8 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   CHECK(dk.memory_reach == 1);  // absent: one SM's share per CTA
   CHECK(dk.resident_ctas == 1);  // absent: one block per SM at a time, at the SM's rate
   CHECK(dk.solo_share == 1);
-  CHECK(dk.l2_speedup == 1);    // absent: no L2 term
+  CHECK(dk.l2_bytes_per_sm_cycle == 0);  // absent: no L2 term
+  CHECK(dk.l2_speedup == 1);
   CHECK(dk.per_cta.value == 0);  // absent: no cost per CTA
   const bool d_serial = dk.serial_memory, d_overlap = dk.sequences_overlap, d_mmha = dk.per_sequence_mmha.has_value();
   CHECK(!d_serial);              // absent: compute and memory overlap

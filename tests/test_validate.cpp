@@ -622,7 +622,8 @@ TEST_CASE("Against: a block-fp8 GEMM that quantises its input adds that kernel, 
   REQUIRE(e);
   const double quant = calibrated_time(act_quant_op(7340032, 2), *e, *h100.peak_flops(DType::bf16), h100.memory_bandwidth,
                                        static_cast<double>(h100.sm_count), h100.sm_clock_hz, false, h100.l2_cache).time().value;
-  CHECK(quant == Approx(e->fixed.value + 22249472.0 / (bw * e->eta_memory * e->l2_speedup)).epsilon(1e-9));
+  REQUIRE(e->l2_bytes_per_sm_cycle > 0);
+  CHECK(quant == Approx(e->fixed.value + 22249472.0 / (132 * 1.98e9 * e->l2_bytes_per_sm_cycle)).epsilon(1e-9));
   CHECK(std::stod(rows[1][col("predicted_default_s")]) - std::stod(rows[2][col("predicted_default_s")]) == Approx(quant).epsilon(1e-9));
 }
 
@@ -806,7 +807,7 @@ TEST_CASE("Against: fold rows timed over weights the L2 keeps give back the L2 s
       const PathPlan plan = mla_path(mm, w, PathKind::absorb);
       const Op* op = plan.find(OpId::q_absorb_w_uk);
       REQUIRE(op);
-      ++(fits_l2(*op, given, h100.l2_cache) ? in_l2 : beyond);
+      ++(fits_l2(*op, given, h100.l2_cache, static_cast<double>(h100.sm_count), h100.sm_clock_hz) ? in_l2 : beyond);
       const double t = calibrated_time(*op, given, *h100.peak_flops(DType::bf16), h100.memory_bandwidth, static_cast<double>(h100.sm_count), h100.sm_clock_hz, false,
                                        h100.l2_cache).time().value;
       table += fmt::format("bmm,q_absorb_w_uk,{},{},bf16,{:.6f}\n", b, heads, t * 1e6);
@@ -816,6 +817,7 @@ TEST_CASE("Against: fold rows timed over weights the L2 keeps give back the L2 s
   const GemmRefit refit = refit_of("against-bmm-l2", table, h100, "bmm");
   INFO(refit.gemm.dump());
   REQUIRE(refit.gemm.contains("l2_speedup"));
+  CHECK(!refit.gemm.contains("l2_bytes_per_sm_cycle"));  // the folds' form: a multiple of DRAM's pace
   CHECK(refit.gemm["l2_speedup"].get<double>() == Approx(1.7).epsilon(0.1));
   CHECK(refit.gemm["eta_memory"].get<double>() == Approx(0.75).epsilon(0.1));
   CHECK(refit.held_out_median() < 0.02);  // held-out median error of the refit

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -121,6 +122,18 @@ FlopsPerSecond cuda_core_peak(const Row& r) { return r.gpu->peak_flops(DType::fp
 double sms_of(const Row& r) { return static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count)); }
 // Whether a GQA decode row's launch runs TensorRT-LLM's MMHA kernel (launch_shape).
 bool runs_mmha(const Row& r) { return launch_shape(r.op.tiling, sms_of(r)).mmha; }
+
+// The form of a family's L2 term (KernelEfficiency::l2_speedup, l2_bytes_per_sm_cycle): the one its
+// in-table fits, each GPU's rows alone, agree on from GPU to GPU, so that a fit carries to a GPU left
+// out. The elementwise pass (aiconfigurator's quantise tables of H100 and B200): 17.1 and 17.2 B per
+// SM cycle (4.47 TB/s on H100, 5.01 on B200), where as a multiple of the fitted DRAM pace it is 1.46x
+// on H100 and 1.00x on B200 (7.7 TB/s at η_m 65%): per SM cycle. The measured rows say the same:
+// sets from 16 MiB to 70% of the L2, their fitted launch cost taken off, stream at a median 18.9 B per
+// SM cycle on H100 and 17.3 on B200. Left out, the pass's median error fell from 35.2% to 22.5% on
+// B200 and from 44.5% to 34.9% on H100. The folds (bmm): 1.14x, 1.74x and 1.41x DRAM's pace on A100,
+// H100 and B200, or 9.4, 17.1 and 27.3 B per SM cycle, so a multiple; per SM cycle B200's left-out
+// median went from 7.4% to 23.2%.
+bool l2_per_sm_cycle(std::string_view kernel) { return kernel == kElementwise; }
 
 // The row's time under a family's parameters: the core's calibrated time (what `cost` predicts, but
 // for the L2 term: a table's repeated passes over one L2-sized tensor stream from the L2, a step's
@@ -290,9 +303,9 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   // bandwidth, 64 MiB at 0.86x; aiconfigurator's collect_mla_bmm.py@302edbc4 times each fold as 10
   // replays of one CUDA graph after 2 warm-ups, run_mla_gen_pre and run_mla_gen_post, so W_UK's 16.8
   // MB at 128 heads stays in H100's 50 MB L2: one token's fold takes 6.6 µs where reading it from
-  // DRAM at the datasheet's 3.35 TB/s alone takes 5.0), the L2 speed-up is a sixth parameter of the
-  // same search (1 to 4x), so that η_m is DRAM's: fitted after the others, it stalls where η_m has
-  // already taken the L2 rows' pace.
+  // DRAM at the datasheet's 3.35 TB/s alone takes 5.0), the L2's pace is a sixth parameter of the same
+  // search, so that η_m is DRAM's: fitted after the others, it stalls where η_m has already taken the
+  // L2 rows' pace. Its form is the family's (l2_per_sm_cycle).
   bool in_l2 = false, beyond_l2 = false;
   if (kernel == kElementwise || kernel == kBmm)
     for (const auto& [r, w] : train) {
@@ -313,7 +326,10 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   const bool mmha_compute =
       kernel == kAttentionDecode && std::any_of(train.begin(), train.end(), [](const auto& row) { return runs_mmha(*row.first); });
   const bool both = own_fp8 || own_tensor || own_cache || own_mmha || mmha_compute;
-  const std::vector<double> l2s = in_l2 && beyond_l2 ? geometric_axis(1, 4, 8) : std::vector<double>{1};
+  const bool per_cycle = l2_per_sm_cycle(kernel);
+  const std::vector<double> l2s = !(in_l2 && beyond_l2) ? std::vector<double>{per_cycle ? 0.0 : 1.0}
+                                  : per_cycle          ? geometric_axis(4, 64, 13)  // bytes per SM cycle
+                                                       : geometric_axis(1, 4, 8);   // multiples of DRAM's pace
   // Latent decode kernels either split a sequence's keys over CTAs or not; the attention families'
   // ops run their memory pass with their compute kernel or apart from it (TensorRT-LLM's
   // preprocessing kernel): each is fitted and the one that explains the rows better is kept.
@@ -354,7 +370,8 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
                               .eff = KernelEfficiency{.fixed = Seconds{p[4]}, .per_sequence = Seconds{p[5]}, .eta_compute = p[0], .eta_compute_fp8 = eta_fp8,
                                                       .eta_compute_fp8_tensor = eta_tensor, .fixed_fp8_cache = fixed_cache,
                                                       .per_sequence_fp8_cache = seq_cache, .per_sequence_mmha = seq_mmha, .eta_compute_mmha = eta_mmha, .per_cta = cta, .serial_memory = serial, .sequences_overlap = overlap, .cta_overlap = cta_overlap, .eta_memory = p[1],
-                                                      .memory_reach = p[2], .l2_speedup = p[3], .split_kv = split,
+                                                      .memory_reach = p[2], .l2_speedup = per_cycle ? 1 : p[3],
+                                                      .l2_bytes_per_sm_cycle = per_cycle ? p[3] : 0, .split_kv = split,
                                                       .resident_ctas = resident, .solo_share = solo, .rows = static_cast<std::int64_t>(train.size())}};
         };
         auto efficiencies = [&] { f = model(grid_fit({etas, etas, reaches, l2s, t0s, tseqs}, [&](const std::vector<double>& p) { return loss_of(model(p)); }, 2)); };
@@ -974,7 +991,7 @@ Table fit_table(const std::string& title, const std::vector<std::pair<std::strin
             {"t_seq_fp8_cache_s", "per sequence or block, fp8 cache or TMA decode", Unit::seconds}, {"t_seq_mmha_s", "per block, MMHA (one SM at 1 GHz)", Unit::seconds},
             {"eta_compute", "η compute", Unit::fraction}, {"eta_compute_fp8", "η compute fp8", Unit::fraction},
             {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction}, {"eta_compute_mmha", "η compute MMHA (of FP32)", Unit::fraction},
-            {"eta_memory", "η memory", Unit::fraction}, {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"l2_speedup", "L2 speed-up", Unit::decimal},
+            {"eta_memory", "η memory", Unit::fraction}, {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"l2_speedup", "L2 speed-up", Unit::decimal}, {"l2_bytes_per_sm_cycle", "L2 pace (B per SM cycle)", Unit::decimal},
             {"t_cta_s", "per CTA the busiest SM runs", Unit::seconds}, {"cta_cost", "CTA cost", Unit::text}, {"memory_pass", "memory pass", Unit::text},
             {"sequence_cost", "block cost", Unit::text}, {"split_kv", "split-KV", Unit::text}, {"train_rows", "rows", Unit::count}},
            .rows = {}};
@@ -984,7 +1001,8 @@ Table fit_table(const std::string& title, const std::vector<std::pair<std::strin
                        f.eff.per_sequence_fp8_cache ? Value{f.eff.per_sequence_fp8_cache->value} : Value{},
                        f.eff.per_sequence_mmha ? Value{f.eff.per_sequence_mmha->value} : Value{}, f.eff.eta_compute, f.eff.eta_compute_fp8 ? Value{*f.eff.eta_compute_fp8} : Value{},
                        f.eff.eta_compute_fp8_tensor ? Value{*f.eff.eta_compute_fp8_tensor} : Value{},
-                       f.eff.eta_compute_mmha ? Value{*f.eff.eta_compute_mmha} : Value{}, f.eff.eta_memory, f.eff.memory_reach, f.eff.l2_speedup,
+                       f.eff.eta_compute_mmha ? Value{*f.eff.eta_compute_mmha} : Value{}, f.eff.eta_memory, f.eff.memory_reach,
+                       f.eff.l2_speedup != 1 ? Value{f.eff.l2_speedup} : Value{}, f.eff.l2_bytes_per_sm_cycle > 0 ? Value{f.eff.l2_bytes_per_sm_cycle} : Value{},
                        f.eff.per_cta.value, std::string(f.eff.per_cta.value > 0 ? (f.eff.cta_overlap ? "with compute" : "added") : "-"), std::string(f.eff.serial_memory ? "apart" : "overlapped"),
                        std::string(f.eff.sequences_overlap ? "in the max" : "added"), split_text(f), f.eff.rows});
   return ft;
@@ -1005,6 +1023,7 @@ nlohmann::ordered_json fit_json(const GpuKernelFit& f) {
   j["eta_memory"] = f.eff.eta_memory;
   j["memory_reach"] = f.eff.memory_reach;
   if (f.eff.l2_speedup != 1) j["l2_speedup"] = f.eff.l2_speedup;
+  if (f.eff.l2_bytes_per_sm_cycle > 0) j["l2_bytes_per_sm_cycle"] = f.eff.l2_bytes_per_sm_cycle;
   if (f.eff.per_cta.value != 0) j["t_cta_s"] = f.eff.per_cta.value;
   if (f.eff.serial_memory) j["serial_memory"] = true;
   if (f.eff.sequences_overlap) j["per_sequence_overlapped"] = true;

@@ -270,8 +270,9 @@ std::optional<LatentPartition> latent_partition(const Tiling& t, double sms, boo
   return p;
 }
 
-bool fits_l2(const Op& op, const KernelEfficiency& k, Bytes l2) {
-  return k.l2_speedup != 1 && l2.value > 0 && !runs_unsplit(k, op.tiling) && op.bytes().value <= static_cast<double>(l2.value);
+bool fits_l2(const Op& op, const KernelEfficiency& k, Bytes l2, double sms, double sm_clock_hz) {
+  const bool pace = k.l2_bytes_per_sm_cycle > 0 ? sms > 0 && sm_clock_hz > 0 : k.l2_speedup != 1;
+  return pace && l2.value > 0 && !runs_unsplit(k, op.tiling) && op.bytes().value <= static_cast<double>(l2.value);
 }
 
 bool computes_on_cuda_cores(const KernelEfficiency& k, bool mmha, FlopsPerSecond cuda_core_peak) {
@@ -322,8 +323,10 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
     const double partials = part ? part->split_pieces * tl.latent_partial_bytes / tl.sequences : 0;  // no part: no split piece
     const double xqa_partials = tl.decode_kernel && !launch.mmha && launch.ctas > tl.ctas ? launch.ctas * tl.xqa_partial_bytes : 0;
     t.bytes = op.bytes().value + partials + xqa_partials;
-    t.l2_resident = fits_l2(op, k, l2);
-    t.memory = Seconds{t.bytes / (bandwidth.value * k.eta_memory * t.memory_waves * (t.l2_resident ? k.l2_speedup : 1))};
+    t.l2_resident = fits_l2(op, k, l2, sms, sm_clock_hz);
+    const double dram = bandwidth.value * k.eta_memory;
+    const double pace = !t.l2_resident ? dram : k.l2_bytes_per_sm_cycle > 0 ? sms * sm_clock_hz * k.l2_bytes_per_sm_cycle : dram * k.l2_speedup;
+    t.memory = Seconds{t.bytes / (pace * t.memory_waves)};
   }
   t.serial = k.serial_memory;
   t.launches = tl.kernel_launches();

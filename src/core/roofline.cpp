@@ -99,7 +99,7 @@ bool takes_fp8_efficiency(const Op& op, const Roofline& rf) { return runs_at_fp8
 OpTime op_time(const Op& op, const Roofline& rf) {
   // A step's ops are priced from DRAM (no L2 term): whether a pass finds its tensor still in the L2
   // after the kernel that wrote it is not modelled, and a time below the DRAM speed of light would be
-  // no bound at all. The L2 speed-up is fitted (mlaplan-validate) only so that the tables' repeated
+  // no bound at all. The L2 pace is fitted (mlaplan-validate) only so that the tables' repeated
   // passes over one L2-sized tensor do not lift η_m above DRAM's.
   OpTime t;
   t.intensity = op.bytes().value > 0 ? op.flops / op.bytes() : 0;

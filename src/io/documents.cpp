@@ -53,7 +53,7 @@ void add_roofline_fields(Document& doc, const RooflineUsed& r) {
 }
 
 // The calibrated families' parameters a document's times used (nothing at speed of light). Not the
-// L2 speed-up: a step's ops are priced from DRAM (op_time), so no time here used it.
+// L2 pace: a step's ops are priced from DRAM (op_time), so no time here used it.
 void add_efficiency_table(Document& doc, const Roofline& rf) {
   if (!rf.calibrated()) return;
   Table t{.name = "efficiency", .title = "Calibrated kernel families (other ops at speed of light): " + rf.eta_source,

@@ -132,11 +132,20 @@ struct KernelEfficiency {
   // launch of fewer CTAs than SMs still reaches the full wave's bandwidth (memory_wave_efficiency).
   // 1: each CTA only its share (the memory term waves like the compute term).
   double memory_reach = 1;
-  // How much faster than DRAM an op streams its bytes when they fit the GPU's L2 (HardwareSpec::
-  // l2_cache) and stay there: a table timed over the same tensor again and again (H100's elementwise
-  // pass, the W_UK and W_UV folds' weights). Fitted so that eta_memory is DRAM's; the planner prices
-  // from DRAM (op_time). 1: no L2 term (the family's rows do not show one).
+  // How an op streams its bytes when they fit the GPU's L2 (HardwareSpec::l2_cache) and stay there: a
+  // table timed over the same tensor again and again (the elementwise pass, the W_UK and W_UV folds'
+  // weights). Fitted so that eta_memory is DRAM's; the planner prices from DRAM (op_time). A family
+  // has one of two forms, or neither (1 and 0: no L2 term, its rows show none):
+  // - l2_speedup: a multiple of its DRAM pace, bandwidth·eta_memory·l2_speedup (the folds);
+  // - l2_bytes_per_sm_cycle: a pace set by the SMs and their clock, SMs·sm_clock_hz·l2_bytes_per_sm_cycle
+  //   bytes/s, whatever DRAM's (the elementwise pass).
+  // Which form a family takes is the one its in-table fits agree on from GPU to GPU (mlaplan-validate,
+  // against.cpp's l2_per_sm_cycle): the elementwise pass within the L2 runs at 17.1 B per SM cycle on
+  // H100 and 17.2 on B200 (1.46x and 1.00x their fitted DRAM paces; B200 streams its largest sets
+  // beyond the L2 at up to 6.7 TB/s, faster than within it); the folds at 1.14x, 1.74x and 1.41x
+  // DRAM's pace on A100, H100 and B200, or 9.4, 17.1 and 27.3 B per SM cycle.
   double l2_speedup = 1;
+  double l2_bytes_per_sm_cycle = 0;
   // Latent attention only: whether the kernel splits a sequence's keys over thread blocks to fill the
   // SMs (FlashMLA, FlashInfer, TensorRT-LLM on Hopper and Blackwell) or gives each sequence and head
   // tile blocks that walk all its keys (fmha_v2's two, one per half of the value columns:
@@ -342,13 +351,13 @@ struct CalibratedTime {
   Seconds fixed{0};    // launches·(t_fixed + sequences·t_seq + cta_waves·t_cta); sequences_overlap: without the t_seq term; cta_overlap: without the t_cta term
   Seconds blocks{0};   // sequences_overlap: launches·sequences·t_seq, a term of the max (else 0)
   Seconds compute{0};  // F / (peak·η_c·w), or the longest CTA where that is longer
-  Seconds memory{0};   // B / (bandwidth·η_m·w_m), over l2_speedup where the op's own bytes fit the L2 (fits_l2)
+  Seconds memory{0};   // B / (bandwidth·η_m·w_m); where the op's own bytes fit the L2 (fits_l2), over l2_speedup or B / (SMs·clock·l2_bytes_per_sm_cycle·w_m)
   double flops = 0;    // F: the op's FLOPs, its padded tiles', or its unsplit launch's (MMHA: the op's, unpadded)
   double bytes = 0;    // B: the op's bytes, or its unsplit launch's, with a split launch's partial outputs
   Seconds ctas{0};     // cta_overlap: launches·cta_waves·t_cta, added to compute inside the max (else 0)
   double waves = 1;    // w
   double memory_waves = 1;  // w_m
-  bool l2_resident = false;  // the op's bytes fit the L2 and the family has an L2 speed-up
+  bool l2_resident = false;  // the op's bytes fit the L2 and the family has an L2 pace (fits_l2)
   bool serial = false;        // the family's serial_memory: compute and memory add
   // What the fixed term counts (the fits solve its costs from these): the launches, the sequences
   // (or blocks, or pieces) each pays t_seq for, and the CTAs the busiest SM runs in each, ⌈CTAs / SMs⌉.
@@ -358,10 +367,12 @@ struct CalibratedTime {
   Seconds streaming() const { return Seconds{streaming_time(compute.value, ctas.value, memory.value, serial)}; }
   Seconds time() const { return fixed + (blocks > streaming() ? blocks : streaming()); }
 };
-// Whether an op streams its bytes from the L2 at the family's l2_speedup: the family has one, the GPU's
-// L2 is known (l2 > 0), and the op's bytes fit it. Unsplit latent launches never do (each CTA rereads
-// its sequence's cache, which the bytes term already counts).
-bool fits_l2(const Op& op, const KernelEfficiency& k, Bytes l2);
+// Whether an op streams its bytes from the L2 at the family's L2 pace: the family has one (l2_speedup,
+// or l2_bytes_per_sm_cycle where the GPU's SM count and SM clock are known), the GPU's L2 is known
+// (l2 > 0), and the op's bytes fit it.
+// Unsplit latent launches never do (each CTA rereads its sequence's cache, which the bytes term
+// already counts).
+bool fits_l2(const Op& op, const KernelEfficiency& k, Bytes l2, double sms, double sm_clock_hz);
 // `fp8`: the op runs at the fp8 peak (eta_compute_fp8 where the family has it). `l2`: the GPU's L2
 // (0: unknown, no L2 term). `cuda_core_peak`: the GPU's non-tensor FP32 peak, at which an MMHA launch
 // computes where the family has eta_compute_mmha (0: unknown, the tensor peak as for every launch).
