@@ -123,9 +123,10 @@ double sms_of(const Row& r) { return static_cast<double>(std::max<std::int64_t>(
 // Whether a GQA decode row's launch runs TensorRT-LLM's MMHA kernel (launch_shape).
 bool runs_mmha(const Row& r) { return launch_shape(r.op.tiling, sms_of(r)).mmha; }
 
-// The form of a family's L2 term (KernelEfficiency::l2_speedup, l2_bytes_per_sm_cycle): the one its
-// in-table fits, each GPU's rows alone, agree on from GPU to GPU, so that a fit carries to a GPU left
-// out. The elementwise pass (aiconfigurator's quantise tables of H100 and B200): 17.1 and 17.2 B per
+// Which families' tables show an L2 term (a fitted parameter where their rows lie on both sides of
+// their GPU's L2), and in which form (KernelEfficiency::l2_speedup, l2_bytes_per_sm_cycle): the one
+// their in-table fits, each GPU's rows alone, agree on from GPU to GPU, so that a fit carries to a
+// GPU left out. The elementwise pass (aiconfigurator's quantise tables of H100 and B200): 17.1 and 17.2 B per
 // SM cycle (4.47 TB/s on H100, 5.01 on B200), where as a multiple of the fitted DRAM pace it is 1.46x
 // on H100 and 1.00x on B200 (7.7 TB/s at η_m 65%): per SM cycle. The measured rows say the same:
 // sets from 16 MiB to 70% of the L2, their fitted launch cost taken off, stream at a median 18.9 B per
@@ -133,7 +134,12 @@ bool runs_mmha(const Row& r) { return launch_shape(r.op.tiling, sms_of(r)).mmha;
 // B200 and from 44.5% to 34.9% on H100. The folds (bmm): 1.14x, 1.74x and 1.41x DRAM's pace on A100,
 // H100 and B200, or 9.4, 17.1 and 27.3 B per SM cycle, so a multiple; per SM cycle B200's left-out
 // median went from 7.4% to 23.2%.
-bool l2_per_sm_cycle(std::string_view kernel) { return kernel == kElementwise; }
+enum class L2Form { none, dram_multiple, per_sm_cycle };
+L2Form l2_form(std::string_view kernel) {
+  if (kernel == kElementwise) return L2Form::per_sm_cycle;
+  if (kernel == kBmm) return L2Form::dram_multiple;
+  return L2Form::none;
+}
 
 // The row's time under a family's parameters: the core's calibrated time (what `cost` predicts, but
 // for the L2 term: a table's repeated passes over one L2-sized tensor stream from the L2, a step's
@@ -305,9 +311,9 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   // MB at 128 heads stays in H100's 50 MB L2: one token's fold takes 6.6 µs where reading it from
   // DRAM at the datasheet's 3.35 TB/s alone takes 5.0), the L2's pace is a sixth parameter of the same
   // search, so that η_m is DRAM's: fitted after the others, it stalls where η_m has already taken the
-  // L2 rows' pace. Its form is the family's (l2_per_sm_cycle).
+  // L2 rows' pace. Its form is the family's (l2_form).
   bool in_l2 = false, beyond_l2 = false;
-  if (kernel == kElementwise || kernel == kBmm)
+  if (l2_form(kernel) != L2Form::none)
     for (const auto& [r, w] : train) {
       const double l2 = static_cast<double>(r->gpu->l2_cache.value);
       if (l2 > 0) (r->op.bytes().value <= l2 ? in_l2 : beyond_l2) = true;
@@ -326,7 +332,7 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   const bool mmha_compute =
       kernel == kAttentionDecode && std::any_of(train.begin(), train.end(), [](const auto& row) { return runs_mmha(*row.first); });
   const bool both = own_fp8 || own_tensor || own_cache || own_mmha || mmha_compute;
-  const bool per_cycle = l2_per_sm_cycle(kernel);
+  const bool per_cycle = l2_form(kernel) == L2Form::per_sm_cycle;
   const std::vector<double> l2s = !(in_l2 && beyond_l2) ? std::vector<double>{per_cycle ? 0.0 : 1.0}
                                   : per_cycle          ? geometric_axis(4, 64, 13)  // bytes per SM cycle
                                                        : geometric_axis(1, 4, 8);   // multiples of DRAM's pace

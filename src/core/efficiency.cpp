@@ -270,9 +270,19 @@ std::optional<LatentPartition> latent_partition(const Tiling& t, double sms, boo
   return p;
 }
 
+namespace {
+// The pace (bytes/s) at which the family streams a set its GPU's L2 keeps, in the family's form
+// (KernelEfficiency::l2_speedup over `dram`, or l2_bytes_per_sm_cycle over the SMs and clock); none
+// where the family has no L2 term or the GPU lacks what its form needs.
+std::optional<double> l2_pace(const KernelEfficiency& k, double dram, double sms, double sm_clock_hz) {
+  if (k.l2_bytes_per_sm_cycle > 0)
+    return sms > 0 && sm_clock_hz > 0 ? std::optional<double>{sms * sm_clock_hz * k.l2_bytes_per_sm_cycle} : std::nullopt;
+  return k.l2_speedup != 1 ? std::optional<double>{dram * k.l2_speedup} : std::nullopt;
+}
+}  // namespace
+
 bool fits_l2(const Op& op, const KernelEfficiency& k, Bytes l2, double sms, double sm_clock_hz) {
-  const bool pace = k.l2_bytes_per_sm_cycle > 0 ? sms > 0 && sm_clock_hz > 0 : k.l2_speedup != 1;
-  return pace && l2.value > 0 && !runs_unsplit(k, op.tiling) && op.bytes().value <= static_cast<double>(l2.value);
+  return l2_pace(k, 1, sms, sm_clock_hz) && l2.value > 0 && !runs_unsplit(k, op.tiling) && op.bytes().value <= static_cast<double>(l2.value);
 }
 
 bool computes_on_cuda_cores(const KernelEfficiency& k, bool mmha, FlopsPerSecond cuda_core_peak) {
@@ -325,7 +335,7 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
     t.bytes = op.bytes().value + partials + xqa_partials;
     t.l2_resident = fits_l2(op, k, l2, sms, sm_clock_hz);
     const double dram = bandwidth.value * k.eta_memory;
-    const double pace = !t.l2_resident ? dram : k.l2_bytes_per_sm_cycle > 0 ? sms * sm_clock_hz * k.l2_bytes_per_sm_cycle : dram * k.l2_speedup;
+    const double pace = t.l2_resident ? *l2_pace(k, dram, sms, sm_clock_hz) : dram;
     t.memory = Seconds{t.bytes / (pace * t.memory_waves)};
   }
   t.serial = k.serial_memory;

@@ -140,7 +140,7 @@ struct KernelEfficiency {
   // - l2_bytes_per_sm_cycle: a pace set by the SMs and their clock, SMs·sm_clock_hz·l2_bytes_per_sm_cycle
   //   bytes/s, whatever DRAM's (the elementwise pass).
   // Which form a family takes is the one its in-table fits agree on from GPU to GPU (mlaplan-validate,
-  // against.cpp's l2_per_sm_cycle): the elementwise pass within the L2 runs at 17.1 B per SM cycle on
+  // against.cpp's l2_form): the elementwise pass within the L2 runs at 17.1 B per SM cycle on
   // H100 and 17.2 on B200 (1.46x and 1.00x their fitted DRAM paces; B200 streams its largest sets
   // beyond the L2 at up to 6.7 TB/s, faster than within it); the folds at 1.14x, 1.74x and 1.41x
   // DRAM's pace on A100, H100 and B200, or 9.4, 17.1 and 27.3 B per SM cycle.
