@@ -19,7 +19,8 @@ read with `git show`). Writes, per GPU, the tables below in the format `mlaplan-
                           rows (kv_len = the cached tokens + the new one; bf16 kernel over a bf16 or
                           fp8 cache) and causal prompts (seq_len; bf16, or the fp8 kernel on an fp8
                           cache); the first row of each shape; kv_pool k_only where the
-                          collector's pool held keys only (before its 1.3.0rc20 tables)
+                          collector's pool held keys only (before its 1.3.0rc20 tables);
+                          preprocess trtllm on every row (the op's RoPE + KV-append kernel)
 
 H20 and H200 are never transcribed: they are held out.
 """
@@ -91,10 +92,13 @@ def main():
                     continue
                 seen.add(key)
                 out.append(['attention_decode' if decode else 'attention', r['batch_size'], kv_len, seq_len, r['num_heads'], r['num_key_value_heads'], '128', kv, kernel]
-                           + (['k_only'] if k_only else []) + [f"{float(r['latency']) * 1000:.4f}"])
+                           + (['k_only'] if k_only else []) + [f"{float(r['latency']) * 1000:.4f}", 'trtllm'])
         if out:
+            # preprocess trtllm: the op launches TensorRT-LLM's RoPE + KV-append kernel where it runs
+            # apart from the attention kernel, and `--against` adds it (add_trtllm_preprocessing).
             write(os.path.join(ROOT, folder, 'attention-trtllm.csv'),
-                  ['kernel', 'batch', 'kv_len', 'seq_len', 'heads', 'kv_heads', 'head_dim', 'kv_dtype', 'dtype'] + (['kv_pool'] if k_only else []) + ['latency_us'], out)
+                  ['kernel', 'batch', 'kv_len', 'seq_len', 'heads', 'kv_heads', 'head_dim', 'kv_dtype', 'dtype'] + (['kv_pool'] if k_only else []) + ['latency_us', 'preprocess'],
+                  out)
 
 
 if __name__ == '__main__':

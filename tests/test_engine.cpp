@@ -9,6 +9,7 @@
 #include <string>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
@@ -42,15 +43,19 @@ Bytes sum_lines(const EngineCapacity& e) {
   return s;
 }
 
+// A loaded parameter as a profile writes it: a flag as true or false, a table as its rows.
+nlohmann::json param_json(const std::string& key, const SourcedValue& v) {
+  const EngineParamSpec* spec = find_engine_param(key);
+  if (spec && spec->kind == ParamKind::flag) return {{"value", v.value != 0}, {"source", v.source}};
+  if (!v.rows.empty()) return {{"value", v.rows}, {"source", v.source}};
+  return {{"value", v.value}, {"source", v.source}};
+}
+
 // A profile JSON with one parameter replaced (or removed when value is null).
 nlohmann::json profile_with(const std::string& key, const nlohmann::json& value) {
   nlohmann::json j = nlohmann::json::parse(R"({"engine": "trtllm", "name": "t", "since": "1.0", "summary": "s", "parameters": {}})");
   const EngineProfile base = load_engine("trtllm");
-  for (const auto& [k, v] : base.params) j["parameters"][k] = {{"value", v.value}, {"source", v.source}};
-  j["parameters"]["mla_latent_cache"]["value"] = true;
-  j["parameters"]["moe_over_dp"]["value"] = true;
-  j["parameters"]["dense_mlp_over_dp"]["value"] = false;
-  j["parameters"]["loads_mtp"]["value"] = false;
+  for (const auto& [k, v] : base.params) j["parameters"][k] = param_json(k, v);
   if (value.is_null()) j["parameters"].erase(key);
   else j["parameters"][key] = value;
   return j;
@@ -356,6 +361,16 @@ TEST_CASE("Hostile engine profiles: one line naming the file and key and value",
   CHECK(parse_error(profile_with("block_size", {{"value", 0}, {"source", "x"}})) ==
         "p.json: key 'parameters.block_size.value' = 0: expected a whole number from 1 to 10^12");
   CHECK(parse_error(profile_with("moe_chunk_tokens", {{"value", 0}, {"source", "x"}})) == "(accepted)");  // 0 = no chunking
+  // The RoPE kernel counts: 0 to 3 (gqa_rope_and_cache_write), nothing else.
+  for (const char* key : {"gqa_rope_kernels_prefill", "gqa_rope_kernels_decode"}) {
+    INFO(key);
+    for (int ok : {0, 1, 2, 3}) CHECK(parse_error(profile_with(key, {{"value", ok}, {"source", "x"}})) == "(accepted)");
+    for (const char* bad : {"4", "-1", "1.5", "1e9"})
+      CHECK(parse_error(profile_with(key, {{"value", nlohmann::json::parse(bad)}, {"source", "x"}})) ==
+            fmt::format("p.json: key 'parameters.{}.value' = {}: expected a whole number from 0 to 3", key, nlohmann::json::parse(bad).dump()));
+  }
+  CHECK(parse_error(profile_with("gqa_decode_kernel_fuses_rope", {{"value", 1}, {"source", "x"}})) ==
+        "p.json: key 'parameters.gqa_decode_kernel_fuses_rope.value' = 1: expected true or false");
   CHECK(parse_error(profile_with("loads_mtp", {{"value", 1}, {"source", "x"}})) ==
         "p.json: key 'parameters.loads_mtp.value' = 1: expected true or false");
   CHECK(parse_error(profile_with("non_torch_gib", {{"value", -1}, {"source", "x"}})) ==
@@ -377,9 +392,7 @@ TEST_CASE("Hostile engine profiles: one line naming the file and key and value",
   CHECK(parse_error(nlohmann::json::array()) == "p.json: expected a JSON object");
   // SGLang: one default-fraction rule, complete, with tiers in order.
   nlohmann::json sg = nlohmann::json::parse(std::string(R"({"engine": "sglang", "name": "s", "since": "1.0", "summary": "s", "parameters": {}})"));
-  for (const auto& [k, v] : load_engine("sglang@0.4.3").params) sg["parameters"][k] = {{"value", v.value}, {"source", v.source}};
-  for (const char* f : {"mla_latent_cache", "mla_uk_uv_copy", "mla_uk_uv_copy_bf16", "moe_over_dp", "dense_mlp_over_dp", "loads_mtp"})
-    sg["parameters"][f]["value"] = load_engine("sglang@0.4.3").flag(f);
+  for (const auto& [k, v] : load_engine("sglang@0.4.3").params) sg["parameters"][k] = param_json(k, v);
   CHECK(parse_error(sg) == "(accepted)");
   nlohmann::json both = sg;
   both["parameters"]["reserved_base_mib"] = {{"value", 512}, {"source", "x"}};
@@ -389,10 +402,7 @@ TEST_CASE("Hostile engine profiles: one line naming the file and key and value",
   CHECK(parse_error(partial) == "p.json: the tier rule lacks parameters.mem_util_tp8");
   nlohmann::json tiers = nlohmann::json::parse(std::string(R"({"engine": "sglang", "name": "s", "since": "1.0", "summary": "s"})"));
   tiers["parameters"] = nlohmann::json::object();
-  for (const auto& [k, v] : load_engine("sglang").params)
-    tiers["parameters"][k] = !v.rows.empty() ? nlohmann::json{{"value", v.rows}, {"source", v.source}} : nlohmann::json{{"value", v.value}, {"source", v.source}};
-  for (const char* f : {"mla_latent_cache", "mla_uk_uv_copy", "mla_uk_uv_copy_bf16", "moe_over_dp", "dense_mlp_over_dp", "loads_mtp"})
-    tiers["parameters"][f]["value"] = load_engine("sglang").flag(f);
+  for (const auto& [k, v] : load_engine("sglang").params) tiers["parameters"][k] = param_json(k, v);
   CHECK(parse_error(tiers) == "(accepted)");
   tiers["parameters"]["gpu_tiers"]["value"] = nlohmann::json::parse("[[20, 2048, 8, 8], [10, 2048, 8, 8], [0, 1, 1, 1]]");
   CHECK(parse_error(tiers) == "p.json: parameters.gpu_tiers: bounds must rise, the last being 0");

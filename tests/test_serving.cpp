@@ -124,6 +124,115 @@ TEST_CASE("Worked example: DeepSeek-V3's small kernels around attention and the 
   CHECK(other_bf->bytes.value == Approx(expected - 3 * (attn_quant + t * h * q8 + t * 18432 * q8) - 58 * (attn_quant + t * h * q8 + t * 2048 * q8 + routed_quant)));
 }
 
+// A GQA step's elementwise component and its op ids, at speed of light, with the engine's RoPE kernels.
+StepResult gqa_step(const ModelSpec& m, const HardwareSpec& hw, Phase phase, SequenceGroup g, KvDtype kv, int prefill_kernels, int decode_kernels,
+                    bool fused_by_kernel, std::int64_t tp = 1) {
+  StepRequest req;
+  req.phase = phase;
+  req.w.par = Parallelism{tp, 1, 1};
+  req.w.kv = kv;
+  req.w.groups = {g};
+  req.gpus_per_node = 8;
+  req.links = links_for(hw, StepOverheads{});
+  req.overheads.gqa_rope_kernels_prefill = prefill_kernels;
+  req.overheads.gqa_rope_kernels_decode = decode_kernels;
+  req.overheads.gqa_decode_kernel_fuses_rope = fused_by_kernel;
+  return step_time(m, hw, roofline_for(hw, DType::bf16, Efficiency{}), req);
+}
+bool has_op(const StepRow& r, OpId id) { return std::find(r.ops.begin(), r.ops.end(), id) != r.ops.end(); }
+
+TEST_CASE("Worked example: a GQA model's RoPE and cache write, by hand, where each engine runs them apart", "[serving]") {
+  // Llama-3.1-8B, 32 layers of 32 query heads and 8 KV heads of 128, on one H100. Decode, 8
+  // sequences: 32,768 query values and 8,192 key values per layer.
+  const ModelSpec m = test::model("llama-3.1-8b");
+  const HardwareSpec h100 = load_gpu("h100");
+  const SequenceGroup decode8{8, 1, 4095};
+  const StepResult none = gqa_step(m, h100, Phase::decode, decode8, KvDtype::bf16, 0, 0, false);
+  const StepRow* base = row(none, StepComponent::elementwise);
+  REQUIRE(base);
+  CHECK_FALSE(has_op(*base, OpId::rope));
+  CHECK_FALSE(has_op(*base, OpId::rope_kv_append));
+  // vLLM and SGLang (2): a rotary kernel in place on Q and K (40,960 values read and written, 2 B
+  // each: 163,840 B), then the cache write (K and V read, 32,768 B, and stored in bf16, 32,768 B).
+  const StepResult two = gqa_step(m, h100, Phase::decode, decode8, KvDtype::bf16, 0, 2, false);
+  const StepRow* e2 = row(two, StepComponent::elementwise);
+  CHECK(e2->bytes.value - base->bytes.value == Approx(32 * (163840.0 + 65536)));
+  CHECK(e2->flops.value - base->flops.value == Approx(32 * 3 * 40960.0));
+  CHECK(has_op(*e2, OpId::rope));
+  CHECK(has_op(*e2, OpId::kv_store));
+  CHECK(two.step_time.value > none.step_time.value);
+  // SGLang (3): the same rotary kernel, then K and V stored by a kernel each: the same bytes.
+  const StepResult three = gqa_step(m, h100, Phase::decode, decode8, KvDtype::bf16, 0, 3, false);
+  const StepRow* e3 = row(three, StepComponent::elementwise);
+  CHECK(e3->bytes.value == Approx(e2->bytes.value));
+  CHECK(has_op(*e3, OpId::kv_store));
+  // TensorRT-LLM (1): one kernel reading Q, K and V (98,304 B) and writing Q back with K and V
+  // stored (98,304 B). At 4,096 keys its launch is XQA's HMMA kernel over a bf16 cache, which leaves
+  // both to that kernel: it runs.
+  const StepResult one = gqa_step(m, h100, Phase::decode, decode8, KvDtype::bf16, 0, 1, true);
+  const StepRow* e1 = row(one, StepComponent::elementwise);
+  CHECK(e1->bytes.value - base->bytes.value == Approx(32 * 196608.0));
+  CHECK(has_op(*e1, OpId::rope_kv_append));
+  CHECK_FALSE(has_op(*e1, OpId::kv_store));
+  // Over an fp8 cache: on Hopper XQA's QGMMA kernel rotates and appends itself, so nothing is added;
+  // on Blackwell TRTLLM-GEN does not, and the kernel stores K and V at 1 B (16,384 B less per layer).
+  const StepResult h_fp8 = gqa_step(m, h100, Phase::decode, decode8, KvDtype::fp8, 0, 1, true);
+  const StepResult h_fp8_none = gqa_step(m, h100, Phase::decode, decode8, KvDtype::fp8, 0, 0, false);
+  CHECK(row(h_fp8, StepComponent::elementwise)->bytes.value == Approx(row(h_fp8_none, StepComponent::elementwise)->bytes.value));
+  CHECK_FALSE(has_op(*row(h_fp8, StepComponent::elementwise), OpId::rope_kv_append));
+  const HardwareSpec b200 = load_gpu("b200");
+  const StepResult b_fp8 = gqa_step(m, b200, Phase::decode, decode8, KvDtype::fp8, 0, 1, true);
+  const StepResult b_fp8_none = gqa_step(m, b200, Phase::decode, decode8, KvDtype::fp8, 0, 0, false);
+  CHECK(row(b_fp8, StepComponent::elementwise)->bytes.value - row(b_fp8_none, StepComponent::elementwise)->bytes.value == Approx(32 * (196608.0 - 16384)));
+  // One sequence of 2 keys on H100 over a bf16 cache: 8 XQA blocks, too few (a quarter of 132 SMs),
+  // so TensorRT-LLM launches MMHA, which rotates and appends itself.
+  const SequenceGroup tiny{1, 1, 1};
+  CHECK(row(gqa_step(m, h100, Phase::decode, tiny, KvDtype::bf16, 0, 1, true), StepComponent::elementwise)->bytes.value ==
+        Approx(row(gqa_step(m, h100, Phase::decode, tiny, KvDtype::bf16, 0, 0, false), StepComponent::elementwise)->bytes.value));
+  CHECK(row(gqa_step(m, h100, Phase::decode, tiny, KvDtype::bf16, 0, 1, false), StepComponent::elementwise)->bytes.value >
+        row(gqa_step(m, h100, Phase::decode, tiny, KvDtype::bf16, 0, 0, false), StepComponent::elementwise)->bytes.value);
+  // Prefill takes the prefill count: 2,048 prompt tokens, two kernels, 256 times the decode step's
+  // 8 tokens; the decode count does not apply.
+  const SequenceGroup prompt{1, 2048, 0};
+  const double p0 = row(gqa_step(m, h100, Phase::prefill, prompt, KvDtype::bf16, 0, 2, true), StepComponent::elementwise)->bytes.value;
+  const double p2 = row(gqa_step(m, h100, Phase::prefill, prompt, KvDtype::bf16, 2, 0, false), StepComponent::elementwise)->bytes.value;
+  CHECK(p2 - p0 == Approx(256 * 32 * (163840.0 + 65536)));
+  // MLA models run their own glue whatever the counts.
+  const ModelSpec ds = test::model("deepseek-v3");
+  const HardwareSpec h200 = load_gpu("h200");
+  CHECK(row(gqa_step(ds, h200, Phase::decode, decode8, KvDtype::bf16, 2, 2, false), StepComponent::elementwise)->bytes.value ==
+        row(gqa_step(ds, h200, Phase::decode, decode8, KvDtype::bf16, 0, 0, false), StepComponent::elementwise)->bytes.value);
+}
+
+TEST_CASE("Every bundled GQA model: the RoPE kernels add their bytes once per layer, per rank, and never save time", "[serving][property]") {
+  const HardwareSpec hw = load_gpu("h100");
+  for (const ModelSpec& m : test::all_models()) {
+    if (m.is_mla()) continue;
+    INFO(m.name);
+    for (std::int64_t tp : {1, 2}) {
+      if (!check_layout(m, Parallelism{tp, 1, 1}).ok()) continue;
+      for (Phase phase : {Phase::decode, Phase::prefill}) {
+        const SequenceGroup g = phase == Phase::decode ? SequenceGroup{16, 1, 2047} : SequenceGroup{2, 512, 0};
+        const double tokens = phase == Phase::decode ? 16 : 1024;
+        const std::int64_t kvh = kv_heads_per_rank(m, tp);
+        const double cache = static_cast<double>(gqa_kv_bytes_per_token_per_layer(kvh, m.head_dim, KvDtype::fp8).total().value);
+        const StepResult base = gqa_step(m, hw, phase, g, KvDtype::fp8, 0, 0, false, tp);
+        for (int kernels : {1, 2, 3}) {
+          INFO(kernels);
+          const StepResult with = gqa_step(m, hw, phase, g, KvDtype::fp8, kernels, kernels, false, tp);
+          double per_layer = 0;
+          for (const Op& op : gqa_rope_and_cache_write(kernels, tokens, static_cast<double>(m.heads) / static_cast<double>(tp), static_cast<double>(kvh),
+                                                       static_cast<double>(m.head_dim), 2, cache))
+            per_layer += op.bytes_read.value + op.bytes_written.value;
+          CHECK(row(with, StepComponent::elementwise)->bytes.value - row(base, StepComponent::elementwise)->bytes.value ==
+                Approx(per_layer * static_cast<double>(m.num_layers())));
+          CHECK(with.step_time.value >= base.step_time.value);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("Worked example: the expanded path's keys are assembled, each head's K_nope copied beside its RoPE part", "[serving]") {
   // DeepSeek-V3 prefill on 8 H200s, DP8: 1,024 tokens per rank. kv_b_proj writes 128 heads x (128
   // K_nope + 128 V) per token; the expanded path copies K_nope into the 192-wide keys: per layer

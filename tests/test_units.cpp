@@ -97,6 +97,10 @@ TEST_CASE("Op ids: unique stable names, a kind each, and every op the engine emi
     req.mtp_draft = 1;
     req.mtp_accept = 0.5;
     for (const StepRow& r : step_time(m, h, rf, req).rows) emitted.insert(r.ops.begin(), r.ops.end());
+    // A GQA model's RoPE and cache write in one kernel, as TensorRT-LLM runs them (the default request
+    // has no engine, so none).
+    req.overheads.gqa_rope_kernels_decode = 1;
+    for (const StepRow& r : step_time(m, h, rf, req).rows) emitted.insert(r.ops.begin(), r.ops.end());
     // An expert-parallel prefill (normal-mode all-to-all) scatters tokens to expert rows and back.
     if (m.moe) {
       StepRequest ep;

@@ -508,12 +508,17 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
     s.write("t.csv", table);
     CHECK(against_error(s.dir) == message);
   }
-  // TensorRT-LLM's context passes: `trtllm` or `none`, MLA prefill rows only.
+  // TensorRT-LLM's context passes and GQA preprocessing: `trtllm` or `none`, MLA prefill and GQA attention rows only.
   const std::string prefill_header = "kernel,batch,seq_len,kv_len,heads,kv_dtype,latency_us,preprocess\n";
   for (const auto& [table, message] : std::vector<std::pair<std::string, std::string>>{
            {prefill_header + "expanded_prefill,1,1024,,128,bf16,140,TRTLLM\n", f + ": key 'preprocess' = TRTLLM: row 1: expected trtllm or none"},
-           {prefill_header + "absorbed_decode,4,,4096,128,bf16,30,trtllm\n", f + ": key 'preprocess' = trtllm: row 1: only expanded_prefill rows carry it"},
-           {"kernel,m,n,k,dtype,latency_us,preprocess\ngemm,64,128,7168,fp8,3,none\n", f + ": key 'preprocess' = none: row 1: only expanded_prefill rows carry it"},
+           {prefill_header + "absorbed_decode,4,,4096,128,bf16,30,trtllm\n", f + ": key 'preprocess' = trtllm: row 1: only expanded_prefill and GQA attention rows carry it"},
+           {"kernel,m,n,k,dtype,latency_us,preprocess\ngemm,64,128,7168,fp8,3,none\n", f + ": key 'preprocess' = none: row 1: only expanded_prefill and GQA attention rows carry it"},
+           {"kernel,batch,kv_len,seq_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us,preprocess\nattention_decode,4,4096,,32,8,128,bf16,bf16,25,trtlm\n",
+            f + ": key 'preprocess' = trtlm: row 1: expected trtllm or none"},
+           {"kernel,batch,kv_len,seq_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us,preprocess\nattention_decode,4,4096,,32,8,128,bf16,bf16,25,trtllm\n"
+            "attention,2,,1024,32,8,128,bf16,bf16,30,none\n",
+            "(accepted)"},
            {prefill_header + "expanded_prefill,1,1024,,128,bf16,140,trtllm\nexpanded_prefill,1,1024,,128,fp8,150,none\nabsorbed_decode,4,,4096,128,bf16,30,\n", "(accepted)"}}) {
     s.write("t.csv", table);
     CHECK(against_error(s.dir) == message);
@@ -1111,6 +1116,38 @@ TEST_CASE("Against: expanded prefill rows give back their cost per CTA, and a me
     REQUIRE(e.size() == 2);
     CHECK(std::stod(e[1][6]) < 0.02);  // held-out median error of the refit
   }
+}
+
+TEST_CASE("Against: a GQA row of TensorRT-LLM's attention op adds its RoPE + KV-append kernel where it runs apart, worked by hand", "[validate]") {
+  // 32 query heads over 8 KV heads of 128. Decode, 8 sequences: 32,768 query and 8,192 key values;
+  // the kernel reads Q, K and V at 2 bytes (98,304) and writes Q back (65,536) and K and V into the
+  // cache (32,768 in bf16, 16,384 in fp8); ~3 FLOPs per rotated value (122,880).
+  const std::string head = "kernel,batch,kv_len,seq_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us,preprocess\n";
+  const std::string table = head +
+                            "attention_decode,8,4096,,32,8,128,bf16,bf16,30,\nattention_decode,8,4096,,32,8,128,bf16,bf16,30,trtllm\n"
+                            "attention_decode,8,4096,,32,8,128,fp8,bf16,30,\nattention_decode,8,4096,,32,8,128,fp8,bf16,30,trtllm\n"
+                            "attention_decode,1,2,,32,8,128,bf16,bf16,10,\nattention_decode,1,2,,32,8,128,bf16,bf16,10,trtllm\n"
+                            "attention,2,,1024,32,8,128,bf16,bf16,300,\nattention,2,,1024,32,8,128,bf16,bf16,300,trtllm\n";
+  const auto sol = [](const AgainstRows& r, std::size_t i) { return std::stod(r[i][r.col("predicted_sol_s")]); };
+  const auto pass = [](const HardwareSpec& g, double flops, double bytes) {
+    return std::max(flops / g.peak_flops(DType::bf16)->value, bytes / g.memory_bandwidth.value);
+  };
+  const HardwareSpec h100 = load_gpu("h100"), b200 = load_gpu("b200");
+  const AgainstRows on_h100("against-gqa-pre-h100", h100, table), on_b200("against-gqa-pre-b200", b200, table);
+  REQUIRE(on_h100.size() == 9);
+  REQUIRE(on_b200.size() == 9);
+  // Over a bf16 cache XQA's HMMA kernel (Hopper) and TRTLLM-GEN (Blackwell) leave it to the kernel.
+  CHECK(sol(on_h100, 2) == Approx(sol(on_h100, 1) + pass(h100, 122880, 196608)).epsilon(1e-12));
+  CHECK(sol(on_b200, 2) == Approx(sol(on_b200, 1) + pass(b200, 122880, 196608)).epsilon(1e-12));
+  // Over an fp8 cache Hopper's QGMMA kernel rotates and appends itself; Blackwell's does not.
+  CHECK(sol(on_h100, 4) == sol(on_h100, 3));
+  CHECK(sol(on_b200, 4) == Approx(sol(on_b200, 3) + pass(b200, 122880, 180224)).epsilon(1e-12));
+  // One sequence of 2 keys: 8 XQA blocks, fewer than a quarter of the SMs, so MMHA, which does both.
+  CHECK(sol(on_h100, 6) == sol(on_h100, 5));
+  CHECK(sol(on_b200, 6) == sol(on_b200, 5));
+  // The context op runs it before every FMHA: 2,048 tokens, 8,388,608 query and 2,097,152 key values,
+  // 25,165,824 bytes read and as many written.
+  CHECK(sol(on_h100, 8) == Approx(sol(on_h100, 7) + pass(h100, 3 * 10485760.0, 50331648)).epsilon(1e-12));
 }
 
 TEST_CASE("Against: an MLA prefill row of TensorRT-LLM's context op adds its RoPE pass and fp8 quantisation, worked by hand", "[validate]") {

@@ -615,6 +615,19 @@ void add_trtllm_context_passes(Row& r, const MlaGeometry& g, double tokens, KvDt
   r.passes.push_back(q);
 }
 
+// A GQA row also times TensorRT-LLM's invokeQKVPreprocessing, the one RoPE + KV-append kernel it
+// launches before the attention kernel (gqa_rope_and_cache_write, kernels 1), as an elementwise pass
+// (the row's `passes`), wherever that kernel runs apart: before every context FMHA
+// (cpp/tensorrt_llm/common/attentionOp.cpp@eea41b73:1736, the FMHA at :1850), and before a decode
+// kernel that does not rotate and append the new token itself (trtllm_decode_fuses_preprocessing).
+// On B200 it is most of what the short decode rows take beyond H100's QGMMA ones (10.8 µs at the
+// 5th percentile against 5.9).
+void add_trtllm_preprocessing(Row& r, const Tiling& t, double head_dim, bool fp8_cache, bool decode) {
+  if (decode && trtllm_decode_fuses_preprocessing(*r.gpu, t, fp8_cache)) return;
+  for (const Op& p : gqa_rope_and_cache_write(1, r.batch * r.query, r.heads, r.kv_heads, head_dim, 2, 2 * r.kv_heads * head_dim * (fp8_cache ? 1 : 2)))
+    r.passes.push_back(p);
+}
+
 // The model with `heads` query heads and one layer: the shapes a kernel row timed.
 ModelSpec one_layer(const ModelSpec& m, double heads) {
   ModelSpec mm = m;
@@ -700,6 +713,11 @@ void read_gqa_attention(const Table2& t, const std::vector<std::string>& row, st
   // the others the Ampere-style kernel's.
   r.op.fp8_cache = pays_second_decode_pair(*r.gpu, r.op.fp8_cache);
   set_peak(r, fp8_kernel);
+  // preprocess `trtllm`: the row times TensorRT-LLM's attention op, its RoPE + KV-append kernel
+  // included where it runs apart (add_trtllm_preprocessing); `none` or absent: the attention kernel alone.
+  const std::string preprocess = text_field(t, row, "preprocess", "none");
+  if (preprocess != "none" && preprocess != "trtllm") fail_key(file, "preprocess", preprocess, fmt::format("row {}: expected trtllm or none", i + 1));
+  if (preprocess == "trtllm") add_trtllm_preprocessing(r, op->tiling, head_dim, kv == "fp8", decode);
   // A prompt row on the fp8 context kernel starts at costs of its own: fitted apart where the rows
   // time both kernels.
   if (!decode) r.op.fp8_cache = r.fp8;
@@ -793,7 +811,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       const bool gemm = r.kernel == kGemm, gqa = r.kernel == kAttention || r.kernel == kAttentionDecode;
       for (const auto& [col, carries, rows_that] : {std::tuple{"other_us", gemm, "gemm rows"}, std::tuple{"act_quant", gemm, "gemm rows"},
                                                     std::tuple{"kv_pool", gqa, "GQA attention rows (attention, attention_decode)"},
-                                                    std::tuple{"preprocess", r.kernel == kPrefill, "expanded_prefill rows"}})
+                                                    std::tuple{"preprocess", r.kernel == kPrefill || gqa, "expanded_prefill and GQA attention rows"}})
         if (!carries && !text_field(t, cells, col, "").empty())
           fail_key(file, col, text_field(t, cells, col, ""), fmt::format("row {}: only {} carry it", i + 1, rows_that));
       if (r.kernel == kGrouped) {

@@ -201,6 +201,11 @@ LaunchShape launch_shape(const Tiling& t, double sms) {
   return l;
 }
 
+bool trtllm_decode_fuses_preprocessing(const HardwareSpec& hw, const Tiling& t, bool fp8_cache) {
+  if (launch_shape(t, static_cast<double>(std::max<std::int64_t>(1, hw.sm_count))).mmha) return true;
+  return hw.architecture == "hopper" && fp8_cache;
+}
+
 double longest_cta_flops(const Tiling& t, const LaunchShape& l) {
   if (!t.decode_kernel || l.mmha || !(t.ctas > 0) || !(l.ctas > t.ctas)) return t.longest_cta_flops;
   return t.longest_cta_flops * t.ctas / l.ctas;

@@ -77,6 +77,7 @@ std::string_view to_string(OpId id) {
     case OpId::topk_gate: return "topk_gate";
     case OpId::moe_sum: return "moe_sum";
     case OpId::k_nope_copy: return "k_nope_copy";
+    case OpId::rope_kv_append: return "rope_kv_append";
   }
   return "?";
 }
@@ -105,7 +106,8 @@ OpKind kind_of(OpId id) {
     case OpId::kv_store:
     case OpId::topk_gate:
     case OpId::moe_sum:
-    case OpId::k_nope_copy: return OpKind::elementwise;
+    case OpId::k_nope_copy:
+    case OpId::rope_kv_append: return OpKind::elementwise;
     case OpId::expert_gate_up:
     case OpId::expert_down: return OpKind::grouped_gemm;
     case OpId::indexer_scores: return OpKind::indexer;
@@ -443,6 +445,32 @@ Op gemm_op(OpId id, double tokens, double in, double out, double weight_b, doubl
 void set_weight_precision(Op& op, WeightDtype d) {
   op.fp8 = is_fp8(d);
   op.fp8_per_tensor = d == WeightDtype::fp8_tensor;
+}
+
+std::vector<Op> gqa_rope_and_cache_write(int kernels, double tokens, double heads, double kv_heads, double head_dim, double act_b,
+                                         double cache_bytes_per_token) {
+  if (kernels <= 0) return {};
+  const double q = tokens * heads * head_dim, k = tokens * kv_heads * head_dim;
+  const BytesF stored{tokens * cache_bytes_per_token};
+  Op rope;
+  rope.flops = Flops{3 * (q + k)};
+  if (kernels == 1) {
+    rope.id = OpId::rope_kv_append;
+    rope.bytes_read = BytesF{(q + 2 * k) * act_b};
+    rope.bytes_written = BytesF{q * act_b} + stored;
+    return {rope};
+  }
+  rope.id = OpId::rope;
+  rope.bytes_read = BytesF{(q + k) * act_b};
+  rope.bytes_written = rope.bytes_read;
+  Op store;
+  store.id = OpId::kv_store;
+  store.bytes_read = BytesF{2 * k * act_b};
+  store.bytes_written = stored;
+  if (kernels == 2) return {rope, store};
+  store.bytes_read = BytesF{k * act_b};  // 3: K and V stored by a kernel each
+  store.bytes_written = BytesF{stored.value / 2};
+  return {rope, store, store};
 }
 
 Op grouped_gemm_op(OpId id, double pairs, double touched, double in, double out, double weight_b, double act_b) {

@@ -235,6 +235,7 @@ struct Ctx {
   const ModelSpec& m;
   const StepRequest& req;
   const Roofline& rf;
+  const HardwareSpec& hw;
   double act_b = 2, mlp_wb = 2, dense_wb = 2;
   WeightDtype mlp_weights = WeightDtype::bf16;        // the MLP's (and experts') linear weights
   WeightDtype attention_weights = WeightDtype::bf16;  // the attention projections' (a checkpoint may keep them dense)
@@ -352,15 +353,40 @@ void add_key_assembly(const Ctx& c, LayerParts& L, std::size_t first) {
   }
 }
 
+// A GQA/MHA model's RoPE and cache write, where the engine runs them in kernels of their own
+// (StepOverheads::gqa_rope_kernels_*): by the step's phase, over its `tokens` new tokens per rank. A
+// decode step whose attention kernel does both itself (TensorRT-LLM's MMHA, or XQA's QGMMA over an
+// fp8 cache on Hopper: trtllm_decode_fuses_preprocessing on the path's decode launch) runs none.
+void add_gqa_rope(const Ctx& c, LayerParts& L, const PathResult& path, double tokens, double micro) {
+  const StepOverheads& o = c.req.overheads;
+  const bool decode = c.req.phase == Phase::decode;
+  if (decode && o.gqa_decode_kernel_fuses_rope) {
+    const bool fp8_cache = c.req.w.kv == KvDtype::fp8 || c.req.w.kv == KvDtype::fp8_flashmla;
+    for (const OpRow& r : path.ops)
+      if (r.op.tiling.decode_kernel && trtllm_decode_fuses_preprocessing(c.hw, r.op.tiling, fp8_cache)) return;
+  }
+  const ModelSpec& m = c.m;
+  const std::int64_t kv_heads = kv_heads_per_rank(m, c.req.w.par.tp);
+  const double cache_b = static_cast<double>(gqa_kv_bytes_per_token_per_layer(kv_heads, m.head_dim, c.req.w.kv).total().value);
+  for (const Op& op : gqa_rope_and_cache_write(decode ? o.gqa_rope_kernels_decode : o.gqa_rope_kernels_prefill, tokens,
+                                               static_cast<double>(m.heads) / c.tp, static_cast<double>(kv_heads), static_cast<double>(m.head_dim),
+                                               c.act_b, cache_b))
+    L.ops.push_back({StepComponent::elementwise, op, micro});
+}
+
 // One layer's attention of `tokens` new tokens per rank: the path's ops and the kernels around them
-// (MLA's glue; block-fp8 QKV and output projections quantise their inputs first, as the MLP's GEMMs do).
+// (MLA's glue; a GQA model's RoPE and cache write where the engine runs them apart; block-fp8 QKV
+// and output projections quantise their inputs first, as the MLP's GEMMs do).
 void add_attention_layer(const Ctx& c, LayerParts& L, const PathResult& path, double tokens, double layers, double micro) {
   const std::size_t first = L.ops.size();
   add_attention(L, path, layers, micro);
   if (c.m.is_mla()) {
     add_mla_glue(c, L, tokens, micro);
     add_key_assembly(c, L, first);
-  } else if (c.attention_weights == WeightDtype::fp8) {
+    return;
+  }
+  add_gqa_rope(c, L, path, tokens, micro);
+  if (c.attention_weights == WeightDtype::fp8) {
     add_quant(c, L, tokens * static_cast<double>(c.m.hidden), micro);
     add_quant(c, L, tokens * static_cast<double>(c.m.heads) / c.tp * static_cast<double>(c.m.head_dim), micro);
   }
@@ -535,6 +561,9 @@ StepOverheads step_overheads(const EngineProfile& p) {
   }
   o.comm_sms = num("comm_sms", 0);
   o.ll_sm_per_token = Seconds{num("ll_sm_us_per_token", 0) * 1e-6};
+  o.gqa_rope_kernels_prefill = static_cast<int>(num("gqa_rope_kernels_prefill", 0));
+  o.gqa_rope_kernels_decode = static_cast<int>(num("gqa_rope_kernels_decode", 0));
+  o.gqa_decode_kernel_fuses_rope = num("gqa_decode_kernel_fuses_rope", 0) != 0;
   o.source = p.label() + " (" + p.file + ")";
   return o;
 }
@@ -586,7 +615,7 @@ AllToAllTime all_to_all_time(const AllToAll& a, const LinkSpec& l) {
 StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline& rf, const StepRequest& req) {
   StepResult out;
   out.phase = req.phase;
-  Ctx c{m, req, rf};
+  Ctx c{m, req, rf, hw};
   c.tp = static_cast<double>(req.w.par.tp);
   c.dp = static_cast<double>(req.w.par.dp);
   c.ep = static_cast<double>(req.w.par.ep);

@@ -49,6 +49,8 @@ double param_value(const json& v, const EngineParamSpec& spec, const std::string
       break;
     case ParamKind::count:
       if (spec.at_least_one && (x < 1 || x > 1e12 || std::floor(x) != x)) fail_key(where, key, show_json(v), "expected a whole number from 1 to 10^12");
+      if (spec.most > 0 && (x < 0 || x > spec.most || std::floor(x) != x))
+        fail_key(where, key, show_json(v), fmt::format("expected a whole number from 0 to {}", spec.most));
       if (x < 0 || x > 1e12 || std::floor(x) != x) fail_key(where, key, show_json(v), "expected a whole number from 0 to 10^12");
       break;
     case ParamKind::gib:

@@ -251,6 +251,20 @@ enum class DecodeCostPair { none, fp8_cache, every_launch };
 DecodeCostPair gqa_decode_cost_pair(const HardwareSpec& hw);
 // Whether a GQA decode launch over an `fp8_cache` on `hw` pays the family's second pair (above).
 bool pays_second_decode_pair(const HardwareSpec& hw, bool fp8_cache);
+// Whether TensorRT-LLM's GQA decode launch rotates the new token's Q and K and appends its K and V
+// to the cache itself (true), or leaves both to invokeQKVPreprocessing, one RoPE + KV-append kernel
+// (invokeApplyBiasRopeUpdateKVCacheDispatch) launched before it (false):
+//  - MMHA (launch_shape's mmha) does both in its own kernel;
+//  - XQA's QGMMA kernel over an E4M3 cache on Hopper does both (applyRoPEInXqaKernel true and the
+//    preprocessing skipped: cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/decoderXQAImplJIT/
+//    decoderXQAImplJIT.cpp@89fd9b74:268; kernelUtils.cpp@602593ac:84-101);
+//  - XQA's HMMA kernel (Ampere; Hopper over a bf16 cache) does not: applyRoPEInXqaKernel is false
+//    (decoderXQAImplJIT.cpp@89fd9b74:238), the preprocessing runs at :350, XQA at :526;
+//  - Blackwell's TRTLLM-GEN kernels do not: the dispatcher runs the preprocessing, "applies RoPE and
+//    updates kv cache", before every launch (cpp/tensorrt_llm/kernels/xqaDispatcher.cpp@c8b9bfc7:393,
+//    the FMHA at :489).
+// `t` is the decode op's tiling, `fp8_cache` whether its cache is E4M3.
+bool trtllm_decode_fuses_preprocessing(const HardwareSpec& hw, const Tiling& t, bool fp8_cache);
 // The fixed cost per launch and the cost per sequence an op pays under a family: its fp8-cache
 // ones for an op over an fp8 cache where the family has them.
 struct LaunchCosts {

@@ -69,6 +69,7 @@ struct EngineParamSpec {
   bool optional = false;  // a profile may leave it out
   int columns = 0;        // for tables: numbers per row
   bool at_least_one = false;  // a count where 0 means nothing sensible (block sizes, batch sizes)
+  double most = 0;            // a count's largest value (0: 10^12)
 };
 const std::vector<EngineParamSpec>& engine_param_specs();
 const EngineParamSpec* find_engine_param(std::string_view key);

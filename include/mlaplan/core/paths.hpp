@@ -44,12 +44,13 @@ enum class OpId {
   // The small kernels around them (a serving step's "other kernels", SGLang's DeepSeek forward):
   act_quant,   // bf16 activations to fp8 with one scale per 128 values, before a block-fp8 GEMM
   rope,        // rotary embedding of the queries' and the key's RoPE parts, in place
-  kv_store,    // the new tokens' latent rows written into the paged cache
+  kv_store,    // the new tokens' latent rows (MLA) or K and V (GQA) written into the paged cache
   topk_gate,   // the router's logits to each token's top-k experts and weights
   moe_sum,     // shared experts' output plus the routed experts' combined output
   k_nope_copy,  // MLA's expanded keys: each head's K_nope copied from kv_b_proj's output into the 192-wide key buffer
+  rope_kv_append,  // GQA: one kernel rotating the new tokens' Q and K and appending K and V to the cache
 };
-inline constexpr int kOpIdCount = static_cast<int>(OpId::k_nope_copy) + 1;
+inline constexpr int kOpIdCount = static_cast<int>(OpId::rope_kv_append) + 1;
 std::string_view to_string(OpId id);
 // The kind of kernel an op runs as (the efficiency family it belongs to).
 OpKind kind_of(OpId id);
@@ -251,6 +252,15 @@ void set_weight_precision(Op& op, WeightDtype d);
 // A grouped GEMM (MoE experts) over `touched` weight matrices of [in, out] with `pairs` rows in all:
 // each touched matrix read once, every group's rows padded to 128-row tiles.
 Op grouped_gemm_op(OpId id, double pairs, double touched, double in, double out, double weight_b, double act_b);
+// The kernels around a GQA/MHA attention kernel that rotate `tokens` new tokens' Q (`heads` per rank)
+// and K (`kv_heads`), `head_dim` wide at `act_b` bytes, and write their K and V into the cache,
+// `cache_bytes_per_token` per token (gqa_kv_bytes_per_token_per_layer): `kernels` 1 runs both in one
+// (rope_kv_append: Q, K and V read, Q written back rotated, K and V stored; TensorRT-LLM's
+// invokeQKVPreprocessing), 2 a rotary kernel in place on Q and K (rope) then a cache write reading
+// K and V (kv_store), 3 the rotary kernel then a write of K and one of V (kv_store twice, half the
+// bytes each), 0 none. A rotation costs ~3 FLOPs per value.
+std::vector<Op> gqa_rope_and_cache_write(int kernels, double tokens, double heads, double kv_heads, double head_dim, double act_b,
+                                         double cache_bytes_per_token);
 // Bytes per weight element read at dtype `d`, the fp8 block scales at the model's own block shape
 // (weight_block_size, 128x128 unless the config says otherwise) amortised over the block.
 double weight_bytes_per_element(const ModelSpec& m, WeightDtype d);
