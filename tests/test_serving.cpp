@@ -191,6 +191,13 @@ TEST_CASE("Worked example: a GQA model's RoPE and cache write, by hand, where ea
         Approx(row(gqa_step(m, h100, Phase::decode, tiny, KvDtype::bf16, 0, 0, false), StepComponent::elementwise)->bytes.value));
   CHECK(row(gqa_step(m, h100, Phase::decode, tiny, KvDtype::bf16, 0, 1, false), StepComponent::elementwise)->bytes.value >
         row(gqa_step(m, h100, Phase::decode, tiny, KvDtype::bf16, 0, 0, false), StepComponent::elementwise)->bytes.value);
+  // A speculative step's two query tokens per sequence run XQA's spec-decoding kernel, which leaves
+  // RoPE to the kernel before it even over an fp8 cache on Hopper: 16 tokens, 15,360 B fewer per layer
+  // than the bf16 cache's 2 x 196,608 (K and V stored at 1 byte).
+  const SequenceGroup spec{8, 2, 4094};
+  CHECK(row(gqa_step(m, h100, Phase::decode, spec, KvDtype::fp8, 0, 1, true), StepComponent::elementwise)->bytes.value -
+            row(gqa_step(m, h100, Phase::decode, spec, KvDtype::fp8, 0, 0, false), StepComponent::elementwise)->bytes.value ==
+        Approx(32 * (2 * 196608.0 - 32768)));
   // Prefill takes the prefill count: 2,048 prompt tokens, two kernels, 256 times the decode step's
   // 8 tokens; the decode count does not apply.
   const SequenceGroup prompt{1, 2048, 0};
@@ -202,6 +209,23 @@ TEST_CASE("Worked example: a GQA model's RoPE and cache write, by hand, where ea
   const HardwareSpec h200 = load_gpu("h200");
   CHECK(row(gqa_step(ds, h200, Phase::decode, decode8, KvDtype::bf16, 2, 2, false), StepComponent::elementwise)->bytes.value ==
         row(gqa_step(ds, h200, Phase::decode, decode8, KvDtype::bf16, 0, 0, false), StepComponent::elementwise)->bytes.value);
+}
+
+TEST_CASE("Worked example: gpt-oss-20b's sliding-window layers run MMHA and fuse the RoPE, its full layers run XQA and do not", "[serving]") {
+  // 24 layers alternating a 128-key window and full attention, 64 query heads over 8 KV heads of 64.
+  // One sequence at 4,096 keys on H100 over a bf16 cache: the full layers' XQA blocks, 8 x 32 = 256,
+  // times 4 reach a quarter of the 132 SMs (XQA, which leaves the RoPE to the kernel before it); the
+  // window's 8 x 1 do not (MMHA, which rotates and appends itself). So 12 layers run the kernel: per
+  // layer 4,096 query and 512 key values, 10,240 B read and 8,192 + 2,048 written.
+  const ModelSpec m = test::model("gpt-oss-20b");
+  const HardwareSpec h100 = load_gpu("h100");
+  const SequenceGroup one{1, 1, 4095};
+  const double with = row(gqa_step(m, h100, Phase::decode, one, KvDtype::bf16, 0, 1, true), StepComponent::elementwise)->bytes.value;
+  const double without = row(gqa_step(m, h100, Phase::decode, one, KvDtype::bf16, 0, 0, false), StepComponent::elementwise)->bytes.value;
+  CHECK(with - without == Approx(12 * 20480.0));
+  // Without the fusing rule every layer runs it.
+  const double all = row(gqa_step(m, h100, Phase::decode, one, KvDtype::bf16, 0, 1, false), StepComponent::elementwise)->bytes.value;
+  CHECK(all - without == Approx(24 * 20480.0));
 }
 
 TEST_CASE("Every bundled GQA model: the RoPE kernels add their bytes once per layer, per rank, and never save time", "[serving][property]") {

@@ -202,6 +202,7 @@ LaunchShape launch_shape(const Tiling& t, double sms) {
 }
 
 bool trtllm_decode_fuses_preprocessing(const HardwareSpec& hw, const Tiling& t, bool fp8_cache) {
+  if (t.multi_query) return false;
   if (launch_shape(t, static_cast<double>(std::max<std::int64_t>(1, hw.sm_count))).mmha) return true;
   return hw.architecture == "hopper" && fp8_cache;
 }

@@ -326,6 +326,7 @@ Tiling packed_gqa_tiling(const Workload& w, double kv_heads, double group, doubl
     // not modelled).
     t.split_k = 1;
     t.xqa_group = true;
+    t.multi_query = true;
     return t;
   }
   // XQA's test counts every block at the longest sequence's multi-block count (mayHavePerfGain).

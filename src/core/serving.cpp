@@ -354,24 +354,32 @@ void add_key_assembly(const Ctx& c, LayerParts& L, std::size_t first) {
 }
 
 // A GQA/MHA model's RoPE and cache write, where the engine runs them in kernels of their own
-// (StepOverheads::gqa_rope_kernels_*): by the step's phase, over its `tokens` new tokens per rank. A
-// decode step whose attention kernel does both itself (TensorRT-LLM's MMHA, or XQA's QGMMA over an
-// fp8 cache on Hopper: trtllm_decode_fuses_preprocessing on the path's decode launch) runs none.
+// (StepOverheads::gqa_rope_kernels_*): by the step's phase, over its `tokens` new tokens per rank. In
+// a decode step, layers whose attention kernel does both itself (TensorRT-LLM's MMHA, or XQA's QGMMA
+// over an fp8 cache on Hopper: trtllm_decode_fuses_preprocessing on the path's decode launch for
+// those layers; a model of sliding-window and full layers has one launch for each) run none.
 void add_gqa_rope(const Ctx& c, LayerParts& L, const PathResult& path, double tokens, double micro) {
   const StepOverheads& o = c.req.overheads;
   const bool decode = c.req.phase == Phase::decode;
+  double share = 1;  // of the layers that run the kernels
   if (decode && o.gqa_decode_kernel_fuses_rope) {
     const bool fp8_cache = c.req.w.kv == KvDtype::fp8 || c.req.w.kv == KvDtype::fp8_flashmla;
-    for (const OpRow& r : path.ops)
-      if (r.op.tiling.decode_kernel && trtllm_decode_fuses_preprocessing(c.hw, r.op.tiling, fp8_cache)) return;
+    double launched = 0, fused = 0;
+    for (const OpRow& r : path.ops) {
+      if (r.op.kind() != OpKind::attention || !r.op.tiling.decode_kernel) continue;
+      launched += static_cast<double>(r.layers);
+      if (trtllm_decode_fuses_preprocessing(c.hw, r.op.tiling, fp8_cache)) fused += static_cast<double>(r.layers);
+    }
+    if (launched > 0) share = 1 - fused / launched;
   }
+  if (!(share > 0)) return;
   const ModelSpec& m = c.m;
   const std::int64_t kv_heads = kv_heads_per_rank(m, c.req.w.par.tp);
   const double cache_b = static_cast<double>(gqa_kv_bytes_per_token_per_layer(kv_heads, m.head_dim, c.req.w.kv).total().value);
   for (const Op& op : gqa_rope_and_cache_write(decode ? o.gqa_rope_kernels_decode : o.gqa_rope_kernels_prefill, tokens,
                                                static_cast<double>(m.heads) / c.tp, static_cast<double>(kv_heads), static_cast<double>(m.head_dim),
                                                c.act_b, cache_b))
-    L.ops.push_back({StepComponent::elementwise, op, micro});
+    L.ops.push_back({StepComponent::elementwise, op, micro * share});
 }
 
 // One layer's attention of `tokens` new tokens per rank: the path's ops and the kernels around them

@@ -255,15 +255,19 @@ bool pays_second_decode_pair(const HardwareSpec& hw, bool fp8_cache);
 // to the cache itself (true), or leaves both to invokeQKVPreprocessing, one RoPE + KV-append kernel
 // (invokeApplyBiasRopeUpdateKVCacheDispatch) launched before it (false):
 //  - MMHA (launch_shape's mmha) does both in its own kernel;
-//  - XQA's QGMMA kernel over an E4M3 cache on Hopper does both (applyRoPEInXqaKernel true and the
-//    preprocessing skipped: cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/decoderXQAImplJIT/
-//    decoderXQAImplJIT.cpp@89fd9b74:268; kernelUtils.cpp@602593ac:84-101);
+//  - XQA's QGMMA kernel over an E4M3 cache on Hopper does both for one query token per sequence
+//    (applyRoPEInXqaKernel true and the preprocessing skipped: cpp/tensorrt_llm/kernels/
+//    decoderMaskedMultiheadAttention/decoderXQAImplJIT/decoderXQAImplJIT.cpp@89fd9b74:268;
+//    kernelUtils.cpp@602593ac:84-101), not for a speculative step's several (Tiling::multi_query:
+//    applyRoPEInXqaKernel requires !multi_query_tokens, :238);
 //  - XQA's HMMA kernel (Ampere; Hopper over a bf16 cache) does not: applyRoPEInXqaKernel is false
 //    (decoderXQAImplJIT.cpp@89fd9b74:238), the preprocessing runs at :350, XQA at :526;
 //  - Blackwell's TRTLLM-GEN kernels do not: the dispatcher runs the preprocessing, "applies RoPE and
 //    updates kv cache", before every launch (cpp/tensorrt_llm/kernels/xqaDispatcher.cpp@c8b9bfc7:393,
 //    the FMHA at :489).
-// `t` is the decode op's tiling, `fp8_cache` whether its cache is E4M3.
+// `t` is the decode op's tiling, `fp8_cache` whether its cache is E4M3. On Blackwell the MMHA case
+// inherits launch_shape's rule, which keeps XQA's dispatch on every GPU where TRTLLM-GEN serves head
+// groups up to 16 whatever the grid (not modelled: efficiency.hpp, gqa_decode_cost_pair).
 bool trtllm_decode_fuses_preprocessing(const HardwareSpec& hw, const Tiling& t, bool fp8_cache);
 // The fixed cost per launch and the cost per sequence an op pays under a family: its fp8-cache
 // ones for an op over an fp8 cache where the family has them.

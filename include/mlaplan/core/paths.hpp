@@ -67,6 +67,7 @@ struct Tiling {
   // GQA/MHA attention whose sequences each bring one token (or a speculative step's few): engines
   // launch a decode kernel for it (XQA, FlashInfer's decode, flash-decoding), not the prefill one.
   bool decode_kernel = false;
+  bool multi_query = false;  // a decode kernel's speculative step: more than one query token per sequence
   // TensorRT-LLM's decode dispatch (launch_shape in efficiency.hpp): XQA for a head group of 2 to 32
   // query heads per KV head where its blocks (xqa_gain_blocks: KV heads x sequences x max(1, keys /
   // 128)) reach a quarter of the SMs or the cache is fp8 (xqa_fp8_cache), else the masked multi-head
