@@ -622,10 +622,20 @@ void add_trtllm_context_passes(Row& r, const MlaGeometry& g, double tokens, KvDt
 // kernel that does not rotate and append the new token itself (trtllm_decode_fuses_preprocessing).
 // On B200 it is most of what the short decode rows take beyond H100's QGMMA ones (10.8 µs at the
 // 5th percentile against 5.9).
-void add_trtllm_preprocessing(Row& r, const Tiling& t, double head_dim, bool fp8_cache, bool decode) {
-  if (decode && trtllm_decode_fuses_preprocessing(*r.gpu, t, fp8_cache)) return;
-  for (const Op& p : gqa_rope_and_cache_write(1, r.batch * r.query, r.heads, r.kv_heads, head_dim, 2, 2 * r.kv_heads * head_dim * (fp8_cache ? 1 : 2)))
+void add_trtllm_preprocessing(Row& r, const Tiling& t, double head_dim, KvDtype kv, bool decode) {
+  if (decode && trtllm_decode_fuses_preprocessing(*r.gpu, t, kv == KvDtype::fp8)) return;
+  const auto cache = gqa_kv_bytes_per_token_per_layer(static_cast<std::int64_t>(r.kv_heads), static_cast<std::int64_t>(head_dim), kv).total();
+  for (const Op& p : gqa_rope_and_cache_write(1, r.batch * r.query, r.heads, r.kv_heads, head_dim, 2, static_cast<double>(cache.value)))
     r.passes.push_back(p);
+}
+
+// A row's `preprocess` cell: `trtllm` where the row times TensorRT-LLM's op with the kernels it runs
+// before the attention kernel (add_trtllm_context_passes, add_trtllm_preprocessing); `none` or absent
+// where it times the attention kernel alone.
+bool times_trtllm_preprocessing(const Table2& t, const std::vector<std::string>& row, std::size_t i, const std::string& file) {
+  const std::string v = text_field(t, row, "preprocess", "none");
+  if (v != "none" && v != "trtllm") fail_key(file, "preprocess", v, fmt::format("row {}: expected trtllm or none", i + 1));
+  return v == "trtllm";
 }
 
 // The model with `heads` query heads and one layer: the shapes a kernel row timed.
@@ -714,10 +724,8 @@ void read_gqa_attention(const Table2& t, const std::vector<std::string>& row, st
   r.op.fp8_cache = pays_second_decode_pair(*r.gpu, r.op.fp8_cache);
   set_peak(r, fp8_kernel);
   // preprocess `trtllm`: the row times TensorRT-LLM's attention op, its RoPE + KV-append kernel
-  // included where it runs apart (add_trtllm_preprocessing); `none` or absent: the attention kernel alone.
-  const std::string preprocess = text_field(t, row, "preprocess", "none");
-  if (preprocess != "none" && preprocess != "trtllm") fail_key(file, "preprocess", preprocess, fmt::format("row {}: expected trtllm or none", i + 1));
-  if (preprocess == "trtllm") add_trtllm_preprocessing(r, op->tiling, head_dim, kv == "fp8", decode);
+  // included where it runs apart (add_trtllm_preprocessing).
+  if (times_trtllm_preprocessing(t, row, i, file)) add_trtllm_preprocessing(r, op->tiling, head_dim, w.kv, decode);
   // A prompt row on the fp8 context kernel starts at costs of its own: fitted apart where the rows
   // time both kernels.
   if (!decode) r.op.fp8_cache = r.fp8;
@@ -910,11 +918,8 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       if (r.kv_dtype != "bf16" && r.kv_dtype != "fp8") fail_key(file, "kv_dtype", r.kv_dtype, fmt::format("row {}: expected bf16 or fp8", i + 1));
       r.measured_s = field(t, cells, i, file, "latency_us", std::nullopt) * 1e-6;
       // preprocess `trtllm`: the row times TensorRT-LLM's context MLA op, its RoPE pass (and fp8
-      // quantisation) before the attention kernel (add_trtllm_context_passes); `none` or absent: the
-      // attention kernel alone.
-      const std::string preprocess = text_field(t, cells, "preprocess", "none");
-      if (preprocess != "none" && preprocess != "trtllm")
-        fail_key(file, "preprocess", preprocess, fmt::format("row {}: expected trtllm or none", i + 1));
+      // quantisation) before the attention kernel (add_trtllm_context_passes).
+      const bool preprocess = times_trtllm_preprocessing(t, cells, i, file);
       for (auto [col, v] : {std::pair{"batch", r.batch}, std::pair{"heads", r.heads}})
         if (v != std::floor(v)) fail_key(file, col, fmt::format("{}", v), fmt::format("row {}: expected a whole number", i + 1));
       if (decode && r.query > r.len) fail_key(file, "query", fmt::format("{}", r.query), fmt::format("row {}: more new tokens than kv_len", i + 1));
@@ -942,7 +947,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       // The generation kernel's path already reads the fp8 cache; the context kernel's Q, K and V are
       // read at a byte each here.
       if (r.fp8 && !decode) read_fp8_operands(r, g, r.batch * r.len);
-      if (preprocess == "trtllm") add_trtllm_context_passes(r, g, r.batch * r.len, w.kv);
+      if (preprocess) add_trtllm_context_passes(r, g, r.batch * r.len, w.kv);
       keep(r);
     }
   }

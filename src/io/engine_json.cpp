@@ -48,11 +48,12 @@ double param_value(const json& v, const EngineParamSpec& spec, const std::string
       if (!(x > 0 && x <= 1)) fail_key(where, key, show_json(v), "expected a fraction in (0, 1]");
       break;
     case ParamKind::count:
-      if (spec.at_least_one && (x < 1 || x > 1e12 || std::floor(x) != x)) fail_key(where, key, show_json(v), "expected a whole number from 1 to 10^12");
-      if (spec.most > 0 && (x < 0 || x > spec.most || std::floor(x) != x))
-        fail_key(where, key, show_json(v), fmt::format("expected a whole number from 0 to {}", spec.most));
-      if (x < 0 || x > 1e12 || std::floor(x) != x) fail_key(where, key, show_json(v), "expected a whole number from 0 to 10^12");
+    {
+      const double lo = spec.at_least_one ? 1 : 0, hi = spec.most > 0 ? spec.most : 1e12;
+      if (x < lo || x > hi || std::floor(x) != x)
+        fail_key(where, key, show_json(v), fmt::format("expected a whole number from {} to {}", lo, spec.most > 0 ? fmt::format("{}", spec.most) : "10^12"));
       break;
+    }
     case ParamKind::gib:
       if (x < 0 || x > 1e6) fail_key(where, key, show_json(v), "expected GiB from 0 to 10^6");
       break;

@@ -121,8 +121,8 @@ struct StepOverheads {
   // Non-MLA models: the kernels the engine launches apart from the attention kernel to rotate the new
   // tokens' Q and K and write their K and V into the cache, by phase (gqa_rope_and_cache_write:
   // 0 none, 1 one kernel for both, 2 a rotary kernel and a cache write, 3 a rotary kernel and a write
-  // each of K and V), and whether a decode kernel
-  // that does both itself (trtllm_decode_fuses_preprocessing) makes the decode ones unneeded.
+  // each of K and V), and whether a decode kernel that does both itself
+  // (trtllm_decode_fuses_preprocessing) makes the decode ones unneeded.
   int gqa_rope_kernels_prefill = 0, gqa_rope_kernels_decode = 0;
   bool gqa_decode_kernel_fuses_rope = false;
   std::string source;  // "sglang@0.5.4+ (engines/sglang-0.5.4.json)" or why none applies
