@@ -29,6 +29,9 @@ fp8_block_scaling_gemm, on Blackwell (SM100) per_token_quant_and_transform ahead
 (collector/trtllm/collect_gemm.py:248-254 at 095f58a5, citing modules/linear.py:1111-1133 at
 1.3.0rc20). No table times that kernel alone, so those rows say `act_quant` timed and `--against`
 adds the kernel's modelled time (its elementwise parameters) to its prediction of the GEMM.
+On Blackwell that GEMM is DeepGEMM's (the same collector lines), so B200's fp8 rows say `library`
+deepgemm: `--against` times them with the family's DeepGEMM efficiency, apart from Hopper's
+fp8_block_scaling_gemm (the column empty, the engine's own kernel).
 H20 and H200 are never transcribed: they are held out.
 """
 import csv
@@ -43,6 +46,7 @@ import parquet2csv  # noqa: E402
 DATA = 'aic-core/src/aiconfigurator_core/systems/data'
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'validate', 'published')
 GPUS = {'h100-sxm': 'h100_sxm', 'b200': 'b200_sxm'}
+DEEPGEMM = {'b200'}  # GPUs whose block-fp8 Linear runs DeepGEMM (SM100)
 VERSION = '1.3.0rc20'
 MS = [2 ** i for i in range(15)]
 NK = [256, 512, 1024, 1536, 2048, 4096, 7168, 8192, 16384]
@@ -76,7 +80,7 @@ def main():
             first.setdefault((r['gemm_dtype'], int(r['m']), int(r['n']), int(r['k'])), format(decimal.Decimal(r['latency']).scaleb(3).normalize(), 'f'))
         out = io.StringIO()
         w = csv.writer(out, lineterminator='\n')
-        w.writerow(['kernel', 'm', 'n', 'k', 'dtype', 'latency_us', 'other_us', 'act_quant'])
+        w.writerow(['kernel', 'm', 'n', 'k', 'dtype', 'latency_us', 'other_us', 'act_quant', 'library'])
         for dtype, source in KINDS:
             for m in MS:
                 for n in NK:
@@ -89,7 +93,8 @@ def main():
                             if (m, k) not in other:
                                 sys.exit(f'aic-gemm-tables: {system} has no compute_scale and scale_matrix rows for m={m} k={k}')
                             extra = format(other[(m, k)].normalize(), 'f')
-                        w.writerow(['gemm', m, n, k, dtype, v, extra, 'timed' if dtype == 'fp8' else ''])
+                        w.writerow(['gemm', m, n, k, dtype, v, extra, 'timed' if dtype == 'fp8' else '',
+                                    'deepgemm' if dtype == 'fp8' and folder in DEEPGEMM else ''])
         with open(os.path.join(ROOT, folder, 'gemm-trtllm.csv'), 'w') as f:
             f.write(out.getvalue())
         print(f'wrote validate/published/{folder}/gemm-trtllm.csv')

@@ -45,9 +45,10 @@ for f in validate/published/*/*.csv; do
   head -n 4 "$f" > "build-fuzz/corpus/against/$(basename "$(dirname "$f")")-$(basename "$f")"
   # ... and its header with its last rows (a table of two kernels, such as attention's, shows both)
   { head -n 1 "$f"; tail -n 3 "$f"; } > "build-fuzz/corpus/against/$(basename "$(dirname "$f")")-tail-$(basename "$f")"
-  # ... and the first rows that time their input quantisation (act_quant), mid-table in the GEMM tables
-  if grep -q ',timed$' "$f"; then
-    { head -n 1 "$f"; grep -m 3 ',timed$' "$f"; } > "build-fuzz/corpus/against/$(basename "$(dirname "$f")")-act-quant-$(basename "$f")"
+  # ... and the first rows that time their input quantisation (act_quant, then the library column),
+  # mid-table in the GEMM tables
+  if grep -Eq ',timed(,[a-z]*)?$' "$f"; then
+    { head -n 1 "$f"; grep -Em 3 ',timed(,[a-z]*)?$' "$f"; } > "build-fuzz/corpus/against/$(basename "$(dirname "$f")")-act-quant-$(basename "$f")"
   fi
 done
 total=0

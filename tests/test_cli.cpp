@@ -166,7 +166,7 @@ TEST_CASE("cost --format json: paths with totals, per-layer figures and ops", "[
   CHECK(j["cheaper_by_flops"] == "absorb");
   CHECK(j["cheaper_by_time"] == "absorb");
   CHECK(j["ridge_flop_per_byte"].get<double>() == Approx(295.3).epsilon(1e-3));
-  CHECK(j["eta_source"] == "h100-sxm profile (fitted on H100 SXM5 80GB): absorbed_decode, expanded_prefill, attention, attention_decode, gemm, bmm, elementwise; sparse_decode, indexer from the any profile; grouped_gemm from the hopper profile");
+  CHECK(j["eta_source"] == "h100-sxm profile (fitted on H100 SXM5 80GB): absorbed_decode, expanded_prefill, attention, attention_decode, gemm, bmm, elementwise; sparse_decode, indexer from the any profile; grouped_gemm from the hopper profile; gemm's DeepGEMM η_c from the hopper profile");
   CHECK_FALSE(j["paths"].contains("sparse"));
 
   const json layer = json::parse(run("cost -m deepseek-v3 --scope layer --format json").out);

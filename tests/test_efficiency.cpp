@@ -1600,13 +1600,20 @@ TEST_CASE("the shipped profiles: A100's decode kernel does not split keys and Ho
   REQUIRE(g.eta_compute_fp8);
   CHECK(*g.eta_compute_fp8 < g.eta_compute);
   // Its per-tensor fp8 GEMMs (their dynamic quantisation timed apart) reach more of the fp8 peak than
-  // the block-scaled ones, which rescale every 128 of the reduction; so do B200's.
+  // the block-scaled ones, which rescale every 128 of the reduction; so do B200's, whose block-scaled
+  // rows are DeepGEMM's (their own efficiency, and no other block-scaled one).
   for (const char* n : {"h100-sxm", "b200"}) {
     INFO(n);
     const KernelEfficiency e = *profile(n).kernel(KernelFamily::gemm);
     REQUIRE(e.eta_compute_fp8_tensor);
-    CHECK(*e.eta_compute_fp8_tensor > e.eta_compute_fp8.value_or(1));
+    CHECK(*e.eta_compute_fp8_tensor > e.eta_compute_fp8.value_or(e.eta_compute_deepgemm.value_or(1)));
   }
+  CHECK_FALSE(profile("h100-sxm").kernel(KernelFamily::gemm)->eta_compute_deepgemm.has_value());
+  CHECK(profile("b200").kernel(KernelFamily::gemm)->eta_compute_deepgemm.has_value());
+  CHECK_FALSE(profile("b200").kernel(KernelFamily::gemm)->eta_compute_fp8.has_value());
+  // H800's tables are DeepGEMM's alone: its efficiency is both the dense one and DeepGEMM's.
+  const KernelEfficiency h800 = *profile("h800").kernel(KernelFamily::gemm);
+  CHECK(h800.eta_compute_deepgemm.value_or(0) == h800.eta_compute);
 }
 
 TEST_CASE("cost uses the calibrated profile by default and says which, --sol gives the bound", "[efficiency][cli]") {
@@ -1633,4 +1640,172 @@ TEST_CASE("cost uses the calibrated profile by default and says which, --sol giv
   CHECK(row["roofline_crossover_query"].get<double>() != row["sol_crossover_query"].get<double>());
   const json b = json::parse(run("crossover --model deepseek-v3 --gpu h200 --prefix 8192 --tp 1 --format json --sol").out);
   CHECK(row["sol_crossover_query"].get<double>() == b["rows"][0]["roofline_crossover_query"].get<double>());
+}
+
+TEST_CASE("DeepGEMM's tile choice: the fewest waves, then the fullest last wave", "[efficiency][example]") {
+  // Expected values from DeepGEMM's own get_best_configs (deep_gemm/jit_kernels/gemm.py@03d0be3d:70-103),
+  // run on these shapes: (block_m, block_n) and the tiles they make.
+  struct Case {
+    double m, n, sms, bm, bn, tiles;
+  };
+  for (const Case& c : {Case{16, 128, 132, 64, 16, 8}, Case{16, 256, 132, 64, 16, 16}, Case{128, 128, 132, 64, 16, 16}, Case{4096, 7168, 132, 256, 128, 896},
+                        Case{4096, 2112, 132, 256, 88, 384}, Case{64, 24576, 132, 64, 96, 256}, Case{512, 1536, 132, 64, 96, 128},
+                        Case{16384, 7168, 148, 256, 128, 3584}, Case{1, 4096, 148, 64, 32, 128}}) {
+    INFO(c.m << " x " << c.n << " on " << c.sms << " SMs");
+    const GemmTile t = deepgemm_tile(c.m, c.n, c.sms);
+    CHECK(t.m == c.bm);
+    CHECK(t.n == c.bn);
+    CHECK(std::ceil(c.m / t.m) * std::ceil(c.n / t.n) == c.tiles);
+  }
+  CHECK(deepgemm_tile(16, 128, 0).m == 0);  // no SMs: no tile
+}
+
+TEST_CASE("a block-scaled fp8 GEMM: DeepGEMM's tiles, no split-K, and at least its reduction steps", "[efficiency][example]") {
+  // 16 x 256 output over K = 16,384 on 132 SMs at 1.98 GHz: DeepGEMM's 64 x 16 tiles, 16 CTAs.
+  Op op = gemm_op(OpId::q_proj, 16, 16384, 256, 1, 1);
+  set_weight_precision(op, WeightDtype::fp8);
+  KernelEfficiency k;
+  k.fixed = Seconds{3e-6};
+  k.eta_compute = 0.8;
+  k.eta_compute_fp8 = 0.5;
+  k.k_step = Seconds{300e-9};
+  k.eta_memory = 0.8;
+  const FlopsPerSecond fp8_peak{1979e12};
+  const BytesPerSecond bw{3.35e12};
+  CHECK(block_scaled_gemm(op, true));
+  CHECK_FALSE(block_scaled_gemm(op, false));  // a GPU without an fp8 peak runs it otherwise
+  const Tiling tl = launch_tiling(op, true, 132);
+  CHECK(tl.split_k == 1);
+  CHECK(tl.ctas == 16);
+  CHECK(tl.padded_flops == 2.0 * 16 * 64 * 16 * 16384);  // 536,870,912: four times the 16 rows'
+  CHECK(op.tiling.split_k == 32);                        // a bf16 GEMM may split K = 16,384 in 512s
+  const CalibratedTime t = calibrated_time(op, k, fp8_peak, bw, 132, 1.98e9, true, Bytes{0});
+  CHECK(t.k_steps == 128);
+  // 128 steps of 300 ns at 1 GHz on a 1.98 GHz SM: 19.39 µs, above the compute term
+  // (536.9 MFLOP / (1,979 TFLOP/s · 0.5 · 16/132) = 4.48 µs) and the memory term (fp8 weights
+  // 4,194,304 B, input 262,144 and output 4,096 at 1 byte a value: 4,460,544 B / (3.35 TB/s · 0.8 ·
+  // 16/132) = 13.73 µs).
+  CHECK(t.k_step_time.value == Approx(128 * 300e-9 / 1.98).epsilon(1e-12));
+  CHECK(t.compute.value == Approx(19.3939e-6).epsilon(1e-5));
+  CHECK(t.memory.value == Approx(4460544.0 / (3.35e12 * 0.8 * 16 / 132)).epsilon(1e-9));
+  CHECK(t.time().value == Approx(3e-6 + 19.3939e-6).epsilon(1e-5));
+  // Without the step cost the compute term is the padded tiles' at their wave.
+  KernelEfficiency no_step = k;
+  no_step.k_step = Seconds{0};
+  CHECK(calibrated_time(op, no_step, fp8_peak, bw, 132, 1.98e9, true, Bytes{0}).compute.value ==
+        Approx(536870912.0 / (1979e12 * 0.5 * 16 / 132)).epsilon(1e-9));
+  // Per-tensor fp8 and bf16 GEMMs keep their own tiling and no step bound.
+  Op tensor = op;
+  tensor.fp8_per_tensor = true;
+  CHECK(calibrated_time(tensor, k, fp8_peak, bw, 132, 1.98e9, true, Bytes{0}).k_steps == 0);
+  CHECK(launch_tiling(tensor, true, 132).split_k == 32);
+  // On DeepGEMM: its own efficiency where the family has one.
+  KernelEfficiency deep = no_step;
+  deep.eta_compute_deepgemm = 0.75;
+  op.deepgemm = true;
+  CHECK(calibrated_time(op, deep, fp8_peak, bw, 132, 1.98e9, true, Bytes{0}).compute.value ==
+        Approx(536870912.0 / (1979e12 * 0.75 * 16 / 132)).epsilon(1e-9));
+}
+
+TEST_CASE("DeepGEMM's efficiency: the kernel's own, else the family's fp8 one, and the other way round", "[efficiency][example]") {
+  KernelEfficiency k;
+  k.eta_compute = 0.8;
+  CHECK(eta_compute_for(k, true, false, true) == 0.8);  // nothing fp8: the dense one
+  k.eta_compute_deepgemm = 0.7;
+  CHECK(eta_compute_for(k, true, false, true) == 0.7);
+  CHECK(eta_compute_for(k, true, false, false) == 0.7);  // the engine's own block kernel, without its own: DeepGEMM's
+  CHECK(eta_compute_for(k, true, true, false) == 0.8);   // per tensor: not a block-scaled kernel
+  CHECK(eta_compute_for(k, false, false, true) == 0.8);  // bf16
+  k.eta_compute_fp8 = 0.5;
+  CHECK(eta_compute_for(k, true, false, true) == 0.7);
+  CHECK(eta_compute_for(k, true, false, false) == 0.5);
+  CHECK(eta_compute_for(k, true, true, true) == 0.5);  // per tensor without its own: the fp8 one
+  k.eta_compute_fp8_tensor = 0.6;
+  CHECK(eta_compute_for(k, true, true, true) == 0.6);
+  k.eta_compute_deepgemm.reset();
+  CHECK(eta_compute_for(k, true, false, true) == 0.5);  // DeepGEMM without its own: the fp8 one
+}
+
+TEST_CASE("the transfer rule: a GPU profile without DeepGEMM's efficiency takes its architecture's", "[efficiency]") {
+  auto make = [](const char* name, const char* scope, std::optional<double> deep) {
+    EfficiencyProfile p;
+    p.name = name, p.scope = scope, p.architecture = std::string(scope) == "any" ? "" : "hopper", p.gpu = std::string(scope) == "gpu" ? "H100 SXM5 80GB" : "";
+    KernelEfficiency k;
+    k.eta_compute_fp8 = 0.48;
+    k.eta_compute_deepgemm = deep;
+    p.kernels[static_cast<std::size_t>(KernelFamily::gemm)] = k;
+    return p;
+  };
+  const std::vector<EfficiencyProfile> profiles{make("any", "any", 0.6), make("hopper", "architecture", 0.73), make("h100-sxm", "gpu", std::nullopt)};
+  const auto p = efficiency_for(load_gpu("h100"), profiles);
+  REQUIRE(p);
+  CHECK(p->kernel(KernelFamily::gemm)->eta_compute_deepgemm.value_or(0) == 0.73);
+  CHECK(p->kernel(KernelFamily::gemm)->eta_compute_fp8.value_or(0) == 0.48);  // its own block kernel's stays
+  CHECK(p->describe() == "h100-sxm profile (no tables): gemm; gemm's DeepGEMM η_c from the hopper profile");
+  // Its own, where it has one.
+  const auto own = efficiency_for(load_gpu("h100"), {make("hopper", "architecture", 0.73), make("h100-sxm", "gpu", 0.7)});
+  REQUIRE(own);
+  CHECK(own->kernel(KernelFamily::gemm)->eta_compute_deepgemm.value_or(0) == 0.7);
+  CHECK(own->describe() == "h100-sxm profile (no tables): gemm");
+}
+
+TEST_CASE("a step's block-fp8 GEMMs run DeepGEMM where the engine says so, and nothing else moves", "[efficiency][property]") {
+  // Every bundled model with fp8 weights, on every bundled Hopper and Blackwell GPU: a Roofline that
+  // runs DeepGEMM times a block-scaled GEMM with the family's DeepGEMM efficiency, and every other
+  // op exactly as before; a block-scaled GEMM is never faster than its reduction steps.
+  for (const char* gpu : {"h100", "h800", "b200"}) {
+    const HardwareSpec hw = load_gpu(gpu);
+    const Roofline own = default_roofline(hw, DType::bf16, bundled_efficiency());
+    Roofline deep = own;
+    deep.deepgemm = true;
+    const KernelEfficiency& g = *own.kernels[static_cast<std::size_t>(KernelFamily::gemm)];
+    for (const ModelSpec& m : test::all_models()) {
+      Workload w;
+      w.weights = WeightDtype::fp8;
+      w.groups = {SequenceGroup{4, 1024, 0}};
+      for (const PathKind kind : {PathKind::absorb, PathKind::expand}) {
+        if (!m.is_mla() && kind == PathKind::expand) continue;
+        const PathPlan plan = m.is_mla() ? mla_path(m, w, kind) : standard_path(m, w);
+        for (const Op& op : plan) {
+          INFO(gpu << " " << m.name << " " << op.name());
+          const OpTime a = op_time(op, own), b = op_time(op, deep);
+          if (!block_scaled_gemm(op, takes_fp8_efficiency(op, own))) {
+            CHECK(a.time.value == b.time.value);
+            continue;
+          }
+          CHECK(b.compute.value >= std::ceil(op.tiling.gemm_k / kScaledKStep) * g.k_step.value * kBlockCostClockHz / hw.sm_clock_hz * (1 - 1e-12));
+          const double ratio = eta_compute_for(g, true, false, false) / eta_compute_for(g, true, false, true);
+          const OpTime bound = op_time(op, speed_of_light(own));
+          CHECK(b.time.value >= bound.time.value);
+          if (b.compute.value > b.memory.value && a.compute.value > a.memory.value && a.compute.value > 1.01 * std::ceil(op.tiling.gemm_k / kScaledKStep) * g.k_step.value * kBlockCostClockHz / hw.sm_clock_hz)
+            CHECK(b.compute.value == Approx(a.compute.value * ratio).epsilon(1e-9));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("efficiency profiles: DeepGEMM's efficiency and the reduction step, hostile and round-tripped", "[efficiency][hostile]") {
+  json j = minimal_profile();
+  j["kernels"]["gemm"] = j["kernels"]["absorbed_decode"];
+  j["kernels"]["gemm"].erase("split_kv");
+  for (const json& bad : {json(0), json(1.5), json("0.7"), json(nullptr)}) {
+    j["kernels"]["gemm"]["eta_compute_deepgemm"] = bad;
+    CHECK(refusal(j).rfind("p.json: key 'kernels.gemm.eta_compute_deepgemm' = " + bad.dump(), 0) == 0);
+  }
+  j["kernels"]["gemm"]["eta_compute_deepgemm"] = 0.73;
+  for (const json& bad : {json(-1e-9), json(2e-3), json("3e-7"), json(true)}) {
+    j["kernels"]["gemm"]["k_step_s"] = bad;
+    CHECK(refusal(j) == "p.json: key 'kernels.gemm.k_step_s' = " + bad.dump() + ": expected a number in [0, 0.001]");
+  }
+  j["kernels"]["gemm"]["k_step_s"] = 2.75e-7;
+  const EfficiencyProfile p = parse_efficiency_profile(j, "p.json");
+  const EfficiencyProfile q = parse_efficiency_profile(json::parse(efficiency_profile_json(p).dump()), "p.json");
+  CHECK(q.kernel(KernelFamily::gemm)->eta_compute_deepgemm.value_or(0) == 0.73);
+  CHECK(q.kernel(KernelFamily::gemm)->k_step.value == 2.75e-7);
+  CHECK(q.kernel(KernelFamily::gemm) == p.kernel(KernelFamily::gemm));
+  // Absent: no step bound, no DeepGEMM efficiency of its own.
+  const EfficiencyProfile d = parse_efficiency_profile(minimal_profile(), "p.json");
+  CHECK(d.kernel(KernelFamily::absorbed_decode)->k_step.value == 0);
+  CHECK_FALSE(d.kernel(KernelFamily::absorbed_decode)->eta_compute_deepgemm.has_value());
 }

@@ -1130,15 +1130,17 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: median of the totals within 10%, and 38 of the 39 within 20% (README,
-  // Validation; past it: TensorRT-LLM v0.5's Llama-2-7B first token at 2,048 tokens (-28.9%), slower
-  // than the fp8 GEMMs the H100 profile is fitted on (TensorRT-LLM 1.3's). DeepSeek's prefill
-  // throughput on H800 (+19.6%) is the next: its GEMM and "other" bars are slower than the DeepGEMM
-  // benchmark and the elementwise kernels the model times).
+  // The published error: median of the totals within 6%, and 36 of the 39 within 20% (README,
+  // Validation). Past it: TensorRT-LLM v0.5's Llama-2-7B first token at 2,048 tokens (-28.1%), slower
+  // than the fp8 GEMMs the H100 profile is fitted on (TensorRT-LLM 1.3's); SGLang's H100 prefill at
+  // 4K (+23.4%, +21.8% balanced), whose block-fp8 GEMMs run DeepGEMM at the efficiency DeepGEMM's
+  // own tables show (its GEMM bar -16.5%), beside dispatch and "other" bars the model also makes
+  // short. Before the GEMMs took DeepGEMM's efficiency (TensorRT-LLM's block kernel's instead) the
+  // median was 7.1% and 38 were within 20%.
   std::sort(totals.begin(), totals.end());
   CHECK(totals.size() == 39);
-  CHECK(totals[totals.size() / 2] <= 0.10);
-  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 38);
+  CHECK(totals[totals.size() / 2] <= 0.06);
+  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 36);
 }
 
 TEST_CASE("Serving measurements: a decode profile's overlapped dispatch and combine parts are flagged as not like for like", "[serving][validate]") {

@@ -508,6 +508,19 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
     s.write("t.csv", table);
     CHECK(against_error(s.dir) == message);
   }
+  // The GEMM's library: `deepgemm` or `default`, block-fp8 GEMM rows only.
+  const std::string lib_header = "kernel,m,n,k,dtype,latency_us,library\n";
+  for (const auto& [table, message] : std::vector<std::pair<std::string, std::string>>{
+           {lib_header + "gemm,64,128,7168,fp8,3,cutlass\n", f + ": key 'library' = cutlass: row 1: expected deepgemm or default"},
+           {lib_header + "gemm,64,128,7168,fp8,3,DeepGEMM\n", f + ": key 'library' = DeepGEMM: row 1: expected deepgemm or default"},
+           {lib_header + "gemm,64,128,7168,bf16,3,deepgemm\n", f + ": key 'library' = deepgemm: row 1: DeepGEMM runs block-fp8 GEMMs (dtype fp8), not bf16"},
+           {lib_header + "gemm,64,128,7168,fp8_tensor,3,deepgemm\n",
+            f + ": key 'library' = deepgemm: row 1: DeepGEMM runs block-fp8 GEMMs (dtype fp8), not fp8_tensor"},
+           {"kernel,batch,kv_len,latency_us,library\nabsorbed_decode,4,4096,30.5,deepgemm\n", f + ": key 'library' = deepgemm: row 1: only gemm rows carry it"},
+           {lib_header + "gemm,64,128,7168,fp8,3,deepgemm\ngemm,128,128,7168,fp8,4,default\ngemm,128,256,7168,bf16,4,\n", "(accepted)"}}) {
+    s.write("t.csv", table);
+    CHECK(against_error(s.dir) == message);
+  }
   // TensorRT-LLM's context passes and GQA preprocessing: `trtllm` or `none`, MLA prefill and GQA attention rows only.
   const std::string prefill_header = "kernel,batch,seq_len,kv_len,heads,kv_dtype,latency_us,preprocess\n";
   for (const auto& [table, message] : std::vector<std::pair<std::string, std::string>>{
@@ -598,7 +611,7 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
   // Accepted: any file name, extra columns named in the report as not read.
   s.write("whatever.csv", "kernel,batch,kv_len,latency_us,source\nabsorbed_decode,4,4096,30.5,paper\nabsorbed_decode,8,4096,40.5,paper\n");
   const AgainstRun r = validate_against(s.dir, load_gpu("h100"), load_model("deepseek-v3"));
-  CHECK(r.summary.rfind("GPU H100 SXM5 80GB; default profile: h100-sxm profile (fitted on H100 SXM5 80GB): absorbed_decode, expanded_prefill, attention, attention_decode, gemm, bmm, elementwise; sparse_decode, indexer from the any profile; grouped_gemm from the hopper profile\n", 0) == 0);
+  CHECK(r.summary.rfind("GPU H100 SXM5 80GB; default profile: h100-sxm profile (fitted on H100 SXM5 80GB): absorbed_decode, expanded_prefill, attention, attention_decode, gemm, bmm, elementwise; sparse_decode, indexer from the any profile; grouped_gemm from the hopper profile; gemm's DeepGEMM η_c from the hopper profile\n", 0) == 0);
   // The folder's provenance file is not a table of timings.
   s.write("sources.csv", "file,source,licence\nwhatever.csv,a paper,CC-BY-4.0\n");
   CHECK(validate_against(s.dir, load_gpu("h100"), load_model("deepseek-v3")).summary == r.summary);
@@ -1641,4 +1654,23 @@ TEST_CASE("Against: the latent efficiency is never lowered below the highest rat
   const GemmRefit refit = refit_of("against-eta-floor", table, h100, "absorbed_decode");
   INFO(refit.gemm.dump());
   CHECK(refit.gemm["eta_compute"].get<double>() == Approx(0.5).epsilon(0.03));
+}
+
+TEST_CASE("Against: a DeepGEMM row times with the family's DeepGEMM efficiency and DeepGEMM's tiles, worked by hand", "[validate]") {
+  // 4096 x 7168 x 16,384 in block fp8 on H100: DeepGEMM's 256 x 128 tiles, 896 CTAs in 7 waves
+  // (w = 896 / 924), 2·4096·7168·16384 = 962,072,674,304 FLOPs (no padding) at the fp8 peak.
+  const HardwareSpec h100 = load_gpu("h100");
+  const AgainstRows rows("against-deepgemm", h100, "kernel,m,n,k,dtype,latency_us,library\ngemm,4096,7168,16384,fp8,700,deepgemm\ngemm,4096,7168,16384,fp8,900,\n");
+  REQUIRE(rows.size() == 3);
+  const auto col = [&](const char* name) { return rows.col(name); };
+  const auto profile = efficiency_for(h100, bundled_efficiency());
+  REQUIRE(profile);
+  const KernelEfficiency& g = *profile->kernel(KernelFamily::gemm);
+  REQUIRE(g.eta_compute_deepgemm);
+  REQUIRE(g.eta_compute_fp8);
+  const double fp8 = h100.peak_flops(DType::fp8)->value, w = 896.0 / 924;
+  const double deep = std::stod(rows[1][col("predicted_default_s")]), own = std::stod(rows[2][col("predicted_default_s")]);
+  // Both compute-bound: the two differ by their efficiencies alone.
+  CHECK(deep - g.fixed.value == Approx(962072674304.0 / (fp8 * *g.eta_compute_deepgemm * w)).epsilon(1e-9));
+  CHECK(own - g.fixed.value == Approx(962072674304.0 / (fp8 * *g.eta_compute_fp8 * w)).epsilon(1e-9));
 }

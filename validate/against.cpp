@@ -293,12 +293,14 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   // then it alone, twice over. The block-scaled one needs bf16 rows beside it (without them it is
   // eta_compute itself, as on DeepGEMM's fp8-only H800 tables); the per-tensor one bf16 or
   // block-scaled rows.
-  bool bf16 = false, fp8 = false, tensor = false, bf16_cache = false, fp8_cache = false;
+  bool bf16 = false, fp8 = false, tensor = false, deep = false, bf16_cache = false, fp8_cache = false;
   for (const auto& [r, w] : train) {
-    (!r->fp8 ? bf16 : r->op.fp8_per_tensor ? tensor : fp8) = true;
+    (!r->fp8 ? bf16 : r->op.fp8_per_tensor ? tensor : r->op.deepgemm ? deep : fp8) = true;
     (r->op.fp8_cache ? fp8_cache : bf16_cache) = true;
   }
-  const bool own_fp8 = fp8 && bf16, own_tensor = tensor && (bf16 || fp8);
+  // DeepGEMM's block-fp8 efficiency likewise, beside any other rows (on DeepGEMM's rows alone it is
+  // eta_compute, and the fit says so: eta_compute_deepgemm is set to it).
+  const bool own_fp8 = fp8 && bf16, own_tensor = tensor && (bf16 || fp8), own_deep = deep && (bf16 || fp8 || tensor);
   // Where the rows read both caches (TensorRT-LLM's decode tables time each shape over a bf16 and an
   // fp8 cache; its prompt tables run the fp8 context kernel over the fp8 one), the fp8-cache kernel's
   // fixed and per-sequence costs are fitted apart the same way:
@@ -331,7 +333,10 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   // fraction of the FP32 peak is fitted apart (eta_compute_mmha), the others held.
   const bool mmha_compute =
       kernel == kAttentionDecode && std::any_of(train.begin(), train.end(), [](const auto& row) { return runs_mmha(*row.first); });
-  const bool both = own_fp8 || own_tensor || own_cache || own_mmha || mmha_compute;
+  // Where rows run block-scaled fp8 GEMMs, the time of one step of their reduction (k_step) is fitted
+  // apart the same way: the five with it held, then it alone.
+  const bool scaled_steps = std::any_of(train.begin(), train.end(), [](const auto& row) { return block_scaled_gemm(row.first->op, row.first->fp8); });
+  const bool both = own_fp8 || own_tensor || own_deep || own_cache || own_mmha || mmha_compute || scaled_steps;
   const bool per_cycle = l2_form(kernel) == L2Form::per_sm_cycle;
   const std::vector<double> l2s = !(in_l2 && beyond_l2) ? std::vector<double>{per_cycle ? 0.0 : 1.0}
                                   : per_cycle          ? geometric_axis(4, 64, 13)  // bytes per SM cycle
@@ -363,8 +368,9 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
     for (const bool serial : serials)
       for (const bool overlap : overlaps)
       for (const bool cta_overlap : cta_overlaps) {
-      std::optional<double> eta_fp8, eta_tensor, eta_mmha;
+      std::optional<double> eta_fp8, eta_tensor, eta_deep, eta_mmha;
       std::optional<Seconds> fixed_cache, seq_cache, seq_mmha;
+      Seconds k_step{0};
       double resident = 1, solo = 1;
       GpuKernelFit f;
       Seconds cta{0};
@@ -374,8 +380,8 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
         auto model = [&](const std::vector<double>& p) {
           return GpuKernelFit{.kernel = kernel,
                               .eff = KernelEfficiency{.fixed = Seconds{p[4]}, .per_sequence = Seconds{p[5]}, .eta_compute = p[0], .eta_compute_fp8 = eta_fp8,
-                                                      .eta_compute_fp8_tensor = eta_tensor, .fixed_fp8_cache = fixed_cache,
-                                                      .per_sequence_fp8_cache = seq_cache, .per_sequence_mmha = seq_mmha, .eta_compute_mmha = eta_mmha, .per_cta = cta, .serial_memory = serial, .sequences_overlap = overlap, .cta_overlap = cta_overlap, .eta_memory = p[1],
+                                                      .eta_compute_fp8_tensor = eta_tensor, .eta_compute_deepgemm = eta_deep, .fixed_fp8_cache = fixed_cache,
+                                                      .per_sequence_fp8_cache = seq_cache, .per_sequence_mmha = seq_mmha, .eta_compute_mmha = eta_mmha, .per_cta = cta, .k_step = k_step, .serial_memory = serial, .sequences_overlap = overlap, .cta_overlap = cta_overlap, .eta_memory = p[1],
                                                       .memory_reach = p[2], .l2_speedup = per_cycle ? 1 : p[3],
                                                       .l2_bytes_per_sm_cycle = per_cycle ? p[3] : 0, .split_kv = split,
                                                       .resident_ctas = resident, .solo_share = solo, .rows = static_cast<std::int64_t>(train.size())}};
@@ -446,28 +452,39 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
         };
         if (own_fp8) eta_fp8 = fit_alone(&KernelEfficiency::eta_compute_fp8);
         if (own_tensor) eta_tensor = fit_alone(&KernelEfficiency::eta_compute_fp8_tensor);
-        if (own_cache) {
-          const std::vector<double> c = grid_fit({t0s, tseqs}, [&](const std::vector<double>& p) {
+        if (own_deep) eta_deep = fit_alone(&KernelEfficiency::eta_compute_deepgemm);
+        // Some costs alone, the others held: `set` writes a point of `axes` into a family's parameters.
+        auto fit_costs = [&](const std::vector<std::vector<double>>& axes, const auto& set) {
+          const std::vector<double> c = grid_fit(axes, [&](const std::vector<double>& p) {
             GpuKernelFit g = f;
-            g.eff.fixed_fp8_cache = Seconds{p[0]};
-            g.eff.per_sequence_fp8_cache = Seconds{p[1]};
+            set(g.eff, p);
             return loss_of(g);
           }, 2);
-          fixed_cache = f.eff.fixed_fp8_cache = Seconds{c[0]};
-          seq_cache = f.eff.per_sequence_fp8_cache = Seconds{c[1]};
+          set(f.eff, c);
+        };
+        if (own_cache) {
+          fit_costs({t0s, tseqs}, [](KernelEfficiency& e, const std::vector<double>& p) {
+            e.fixed_fp8_cache = Seconds{p[0]};
+            e.per_sequence_fp8_cache = Seconds{p[1]};
+          });
+          fixed_cache = f.eff.fixed_fp8_cache, seq_cache = f.eff.per_sequence_fp8_cache;
         }
         if (own_mmha) {
-          const std::vector<double> c = grid_fit({tseqs}, [&](const std::vector<double>& p) {
-            GpuKernelFit g = f;
-            g.eff.per_sequence_mmha = Seconds{p[0]};
-            return loss_of(g);
-          }, 2);
-          seq_mmha = f.eff.per_sequence_mmha = Seconds{c[0]};
+          fit_costs({tseqs}, [](KernelEfficiency& e, const std::vector<double>& p) { e.per_sequence_mmha = Seconds{p[0]}; });
+          seq_mmha = f.eff.per_sequence_mmha;
         }
         // CUDA cores run far below the tensor peak's fraction (H100's MMHA: 7% of the FP32 peak fitted,
         // 10% on its 64-heads-per-KV-head rows alone).
         if (mmha_compute) eta_mmha = fit_alone(&KernelEfficiency::eta_compute_mmha, 0.005);
+        // 0, then 10 ns .. 10 µs a step (10 to 10,000 cycles of one SM).
+        if (scaled_steps) {
+          std::vector<double> steps = geometric_axis(1e-8, 1e-5, 16);
+          steps[0] = 0;
+          fit_costs({steps}, [](KernelEfficiency& e, const std::vector<double>& p) { e.k_step = Seconds{p[0]}; });
+          k_step = f.eff.k_step;
+        }
       }
+      if (deep && !own_deep) f.eff.eta_compute_deepgemm = f.eff.eta_compute;  // DeepGEMM's rows alone: eta_compute is its
       const double l = loss_of(f);
       if (l < best_loss) best_loss = l, best = f;
     }
@@ -795,7 +812,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
   std::sort(files.begin(), files.end());
   if (files.empty()) fail(dir.string(), "holds no .csv files");
   const std::set<std::string> known{"kernel", "batch", "kv_len", "seq_len", "latency_us", "heads", "query", "kv_dtype", "m", "n", "k", "dtype", "a_dtype", "op", "groups",
-                                    "kv_heads", "head_dim", "topk", "other_us", "act_quant", "preprocess", "kv_pool"};
+                                    "kv_heads", "head_dim", "topk", "other_us", "act_quant", "preprocess", "kv_pool", "library"};
   std::vector<Row> rows;
   // A parsed row, with its speed-of-light time, joins the table.
   auto keep = [&rows](Row& r) {
@@ -818,6 +835,7 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
       // Columns only some kernels read: a value on another kernel's row is refused.
       const bool gemm = r.kernel == kGemm, gqa = r.kernel == kAttention || r.kernel == kAttentionDecode;
       for (const auto& [col, carries, rows_that] : {std::tuple{"other_us", gemm, "gemm rows"}, std::tuple{"act_quant", gemm, "gemm rows"},
+                                                    std::tuple{"library", gemm, "gemm rows"},
                                                     std::tuple{"kv_pool", gqa, "GQA attention rows (attention, attention_decode)"},
                                                     std::tuple{"preprocess", r.kernel == kPrefill || gqa, "expanded_prefill and GQA attention rows"}})
         if (!carries && !text_field(t, cells, col, "").empty())
@@ -884,6 +902,13 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         if (aq == "timed" && r.kv_dtype != "fp8")
           fail_key(file, "act_quant", aq, fmt::format("row {}: only a block-fp8 GEMM (dtype fp8) quantises its input per 128 values", i + 1));
         if (aq == "timed") r.passes.push_back(act_quant_op(r.len * r.query, 2));
+        // library `deepgemm`: a block-fp8 GEMM timed on DeepGEMM (its own efficiency, eta_compute_deepgemm);
+        // `default` or absent: the table's engine's own kernels.
+        const std::string lib = text_field(t, cells, "library", "default");
+        if (lib != "default" && lib != "deepgemm") fail_key(file, "library", lib, fmt::format("row {}: expected deepgemm or default", i + 1));
+        if (lib == "deepgemm" && r.kv_dtype != "fp8")
+          fail_key(file, "library", lib, fmt::format("row {}: DeepGEMM runs block-fp8 GEMMs (dtype fp8), not {}", i + 1, r.kv_dtype));
+        r.op.deepgemm = lib == "deepgemm";
         keep(r);
         continue;
       }
@@ -972,10 +997,11 @@ std::vector<const Row*> of_kernel(const std::vector<Row>& rows, const std::strin
   return select(rows, kernel, [](const Row&) { return true; });
 }
 
-// The dtypes rows time (a GEMM's bf16, block fp8 or per-tensor fp8; an attention's cache dtype).
+// The dtypes rows time (a GEMM's bf16, block fp8 or per-tensor fp8, block fp8 on DeepGEMM apart; an
+// attention's cache dtype).
 std::set<std::string> dtypes_of(const std::vector<const Row*>& rows) {
   std::set<std::string> out;
-  for (const Row* r : rows) out.insert(r->kv_dtype);
+  for (const Row* r : rows) out.insert(r->op.deepgemm ? r->kv_dtype + " on DeepGEMM" : r->kv_dtype);
   return out;
 }
 
@@ -1019,9 +1045,11 @@ Table fit_table(const std::string& title, const std::vector<std::pair<std::strin
             {"t_seq_s", "per sequence or block (block: one SM at 1 GHz)", Unit::seconds}, {"t_fixed_fp8_cache_s", "fixed, fp8 cache or TMA decode", Unit::seconds},
             {"t_seq_fp8_cache_s", "per sequence or block, fp8 cache or TMA decode", Unit::seconds}, {"t_seq_mmha_s", "per block, MMHA (one SM at 1 GHz)", Unit::seconds},
             {"eta_compute", "η compute", Unit::fraction}, {"eta_compute_fp8", "η compute fp8", Unit::fraction},
-            {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction}, {"eta_compute_mmha", "η compute MMHA (of FP32)", Unit::fraction},
+            {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction}, {"eta_compute_deepgemm", "η compute fp8, DeepGEMM", Unit::fraction},
+            {"eta_compute_mmha", "η compute MMHA (of FP32)", Unit::fraction},
             {"eta_memory", "η memory", Unit::fraction}, {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"l2_speedup", "L2 speed-up", Unit::decimal}, {"l2_bytes_per_sm_cycle", "L2 pace (B per SM cycle)", Unit::decimal},
-            {"t_cta_s", "per CTA the busiest SM runs", Unit::seconds}, {"cta_cost", "CTA cost", Unit::text}, {"memory_pass", "memory pass", Unit::text},
+            {"t_cta_s", "per CTA the busiest SM runs", Unit::seconds}, {"cta_cost", "CTA cost", Unit::text},
+            {"t_k_step_s", "per reduction step, block-fp8 GEMM (one SM at 1 GHz)", Unit::seconds}, {"memory_pass", "memory pass", Unit::text},
             {"sequence_cost", "block cost", Unit::text}, {"split_kv", "split-KV", Unit::text}, {"train_rows", "rows", Unit::count}},
            .rows = {}};
   for (const auto& [on, f] : fits)
@@ -1030,9 +1058,10 @@ Table fit_table(const std::string& title, const std::vector<std::pair<std::strin
                        f.eff.per_sequence_fp8_cache ? Value{f.eff.per_sequence_fp8_cache->value} : Value{},
                        f.eff.per_sequence_mmha ? Value{f.eff.per_sequence_mmha->value} : Value{}, f.eff.eta_compute, f.eff.eta_compute_fp8 ? Value{*f.eff.eta_compute_fp8} : Value{},
                        f.eff.eta_compute_fp8_tensor ? Value{*f.eff.eta_compute_fp8_tensor} : Value{},
-                       f.eff.eta_compute_mmha ? Value{*f.eff.eta_compute_mmha} : Value{}, f.eff.eta_memory, f.eff.memory_reach,
+                       f.eff.eta_compute_deepgemm ? Value{*f.eff.eta_compute_deepgemm} : Value{}, f.eff.eta_compute_mmha ? Value{*f.eff.eta_compute_mmha} : Value{}, f.eff.eta_memory, f.eff.memory_reach,
                        f.eff.l2_speedup != 1 ? Value{f.eff.l2_speedup} : Value{}, f.eff.l2_bytes_per_sm_cycle > 0 ? Value{f.eff.l2_bytes_per_sm_cycle} : Value{},
-                       f.eff.per_cta.value, std::string(f.eff.per_cta.value > 0 ? (f.eff.cta_overlap ? "with compute" : "added") : "-"), std::string(f.eff.serial_memory ? "apart" : "overlapped"),
+                       f.eff.per_cta.value, std::string(f.eff.per_cta.value > 0 ? (f.eff.cta_overlap ? "with compute" : "added") : "-"),
+                       f.eff.k_step.value > 0 ? Value{f.eff.k_step.value} : Value{}, std::string(f.eff.serial_memory ? "apart" : "overlapped"),
                        std::string(f.eff.sequences_overlap ? "in the max" : "added"), split_text(f), f.eff.rows});
   return ft;
 }
@@ -1048,12 +1077,14 @@ nlohmann::ordered_json fit_json(const GpuKernelFit& f) {
   j["eta_compute"] = f.eff.eta_compute;
   if (f.eff.eta_compute_fp8) j["eta_compute_fp8"] = *f.eff.eta_compute_fp8;
   if (f.eff.eta_compute_fp8_tensor) j["eta_compute_fp8_tensor"] = *f.eff.eta_compute_fp8_tensor;
+  if (f.eff.eta_compute_deepgemm) j["eta_compute_deepgemm"] = *f.eff.eta_compute_deepgemm;
   if (f.eff.eta_compute_mmha) j["eta_compute_mmha"] = *f.eff.eta_compute_mmha;
   j["eta_memory"] = f.eff.eta_memory;
   j["memory_reach"] = f.eff.memory_reach;
   if (f.eff.l2_speedup != 1) j["l2_speedup"] = f.eff.l2_speedup;
   if (f.eff.l2_bytes_per_sm_cycle > 0) j["l2_bytes_per_sm_cycle"] = f.eff.l2_bytes_per_sm_cycle;
   if (f.eff.per_cta.value != 0) j["t_cta_s"] = f.eff.per_cta.value;
+  if (f.eff.k_step.value != 0) j["t_k_step_s"] = f.eff.k_step.value;
   if (f.eff.serial_memory) j["serial_memory"] = true;
   if (f.eff.sequences_overlap) j["per_sequence_overlapped"] = true;
   if (f.eff.cta_overlap) j["per_cta_overlapped"] = true;

@@ -83,6 +83,9 @@ std::string EfficiencyProfile::describe() const {
   s += "): ";
   s += families.empty() ? std::string("no families") : families;
   for (const auto& [from, fams] : borrowed) s += "; " + fams + " from the " + from + " profile";
+  for (int i = 0; i < kKernelFamilyCount; ++i)
+    if (!deepgemm_from[static_cast<std::size_t>(i)].empty())
+      s += "; " + std::string(to_string(static_cast<KernelFamily>(i))) + "'s DeepGEMM η_c from the " + deepgemm_from[static_cast<std::size_t>(i)] + " profile";
   if (latent_kernel_of_gpu)
     s += std::string("; absorbed_decode with this GPU's kernel, which ") + (kernels[static_cast<std::size_t>(KernelFamily::absorbed_decode)]->split_kv ? "splits" : "does not split") + " keys";
   return s;
@@ -99,8 +102,11 @@ std::optional<EfficiencyProfile> efficiency_for(const HardwareSpec& hw, const st
         out = p;
         continue;
       }
-      for (std::size_t f = 0; f < out->kernels.size(); ++f)
+      for (std::size_t f = 0; f < out->kernels.size(); ++f) {
         if (!out->kernels[f] && p.kernels[f]) out->kernels[f] = p.kernels[f], out->borrowed_from[f] = p.name;
+        else if (out->kernels[f] && !out->kernels[f]->eta_compute_deepgemm && p.kernels[f] && p.kernels[f]->eta_compute_deepgemm)
+          out->kernels[f]->eta_compute_deepgemm = p.kernels[f]->eta_compute_deepgemm, out->deepgemm_from[f] = p.name;
+      }
     }
   // A latent decode family fitted on other GPUs times this GPU's launches with the kernel it runs.
   const auto latent = static_cast<std::size_t>(KernelFamily::absorbed_decode);
@@ -130,9 +136,13 @@ std::optional<bool> latent_decode_reads_fp8_cache(const HardwareSpec& hw) {
 
 bool is_latent_attention(KernelFamily f) { return f == KernelFamily::absorbed_decode || f == KernelFamily::sparse_decode; }
 
-double eta_compute_for(const KernelEfficiency& k, bool fp8, bool per_tensor) {
-  if (fp8 && per_tensor && k.eta_compute_fp8_tensor) return *k.eta_compute_fp8_tensor;
-  return fp8 && k.eta_compute_fp8 ? *k.eta_compute_fp8 : k.eta_compute;
+double eta_compute_for(const KernelEfficiency& k, bool fp8, bool per_tensor, bool deepgemm) {
+  if (!fp8) return k.eta_compute;
+  if (per_tensor && k.eta_compute_fp8_tensor) return *k.eta_compute_fp8_tensor;
+  if (deepgemm && !per_tensor && k.eta_compute_deepgemm) return *k.eta_compute_deepgemm;
+  if (k.eta_compute_fp8) return *k.eta_compute_fp8;
+  if (!per_tensor && k.eta_compute_deepgemm) return *k.eta_compute_deepgemm;
+  return k.eta_compute;
 }
 
 DecodeCostPair gqa_decode_cost_pair(const HardwareSpec& hw) {
@@ -300,13 +310,52 @@ double block_cost_scale(const Tiling& t, double sms, double sm_clock_hz) {
   return sms > 0 && sm_clock_hz > 0 ? kBlockCostClockHz / (sms * sm_clock_hz) : 0;
 }
 
+bool block_scaled_gemm(const Op& op, bool fp8) { return fp8 && op.fp8 && !op.fp8_per_tensor && op.tiling.gemm_k > 0; }
+
+GemmTile deepgemm_tile(double m, double n, double sms) {
+  if (!(m > 0) || !(n > 0) || !(sms > 0)) return {};
+  static constexpr std::array<double, 17> block_ns{16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 144, 160};
+  auto tiles = [&](const GemmTile& b) { return std::ceil(m / b.m) * std::ceil(n / b.n); };
+  auto waves = [&](const GemmTile& b) { return std::ceil(tiles(b) / sms); };
+  auto last_wave = [&](const GemmTile& b) {
+    const double r = std::fmod(tiles(b), sms);
+    return r == 0 ? sms : r;
+  };
+  GemmTile best;
+  for (const double bm : {64.0, 128.0, 256.0})
+    for (const double bn : block_ns) {
+      if (bm > 128 && bn > 128) continue;  // at least one side at most 128
+      const GemmTile b{bm, bn};
+      bool better = best.m == 0 || waves(b) < waves(best);
+      if (best.m > 0 && waves(b) == waves(best)) {
+        const double util = last_wave(b), best_util = last_wave(best);
+        better = util > best_util;
+        if (util == best_util)
+          better = better || (bm == best.m && bn < best.n) || (bn == best.n && bm < best.m) || (bm != best.m && bn > best.n);
+      }
+      if (better) best = b;
+    }
+  return best;
+}
+
+Tiling launch_tiling(const Op& op, bool fp8, double sms) {
+  Tiling t = op.tiling;
+  if (!block_scaled_gemm(op, fp8)) return t;
+  t.split_k = 1;
+  if (const GemmTile b = deepgemm_tile(t.gemm_m, t.gemm_n, sms); b.m > 0) {
+    t.ctas = std::ceil(t.gemm_m / b.m) * std::ceil(t.gemm_n / b.n);
+    t.padded_flops = 2 * t.ctas * b.m * b.n * t.gemm_k;
+  }
+  return t;
+}
+
 CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, double sm_clock_hz,
                                bool fp8, Bytes l2, FlopsPerSecond cuda_core_peak) {
   CalibratedTime t;
-  const Tiling& tl = op.tiling;
+  const Tiling tl = launch_tiling(op, fp8, sms);
   const LaunchShape launch = launch_shape(tl, sms);
   const LaunchCosts costs = launch_costs(k, op.fp8_cache, launch.mmha);
-  const double eta_c = eta_compute_for(k, fp8, op.fp8_per_tensor);
+  const double eta_c = eta_compute_for(k, fp8, op.fp8_per_tensor, op.deepgemm);
   const bool unsplit = runs_unsplit(k, tl);
   const double flops = unsplit ? tl.unsplit_flops : tl.padded_flops > 0 ? tl.padded_flops : op.flops.value;
   const double ctas = unsplit ? tl.unsplit_ctas : launch.ctas;
@@ -322,6 +371,11 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
     compute = flops / (peak.value * eta_c * t.waves);
     const double longest = longest_cta_flops(tl, launch);
     if (longest > 0 && sms > 0) compute = std::max(compute, longest / (peak.value / sms * eta_c));
+    if (block_scaled_gemm(op, fp8)) {
+      t.k_steps = std::ceil(tl.gemm_k / kScaledKStep);
+      if (sm_clock_hz > 0) t.k_step_time = Seconds{t.k_steps * k.k_step.value * kBlockCostClockHz / sm_clock_hz};
+      compute = std::max(compute, t.k_step_time.value);
+    }
   }
   t.compute = Seconds{compute};
   if (unsplit) {

@@ -119,6 +119,9 @@ const std::vector<EngineParamSpec>& engine_param_specs() {
        "non-MLA models: kernels of their own around the prefill attention that rotate the new tokens' Q and K and write their K and V into the cache (0: inside the attention op; 1: one kernel for both; 2: a rotary kernel, then a cache write; 3: a rotary kernel, then a write of K and one of V)",
        true, 0, false, 3},
       {"gqa_rope_kernels_decode", K::count, true, true, true, "the same around the decode attention", true, 0, false, 3},
+      {"deepgemm_hopper", K::flag, true, true, true,
+       "block-scaled fp8 dense GEMMs (DeepSeek's 128 x 128 blocks) run DeepGEMM on Hopper (false: the engine's own block kernels)", true},
+      {"deepgemm_blackwell", K::flag, true, true, true, "the same on Blackwell", true},
       {"gqa_decode_kernel_fuses_rope", K::flag, false, false, true,
        "no such decode kernel where TensorRT-LLM's decode kernel rotates and appends itself (MMHA; XQA's QGMMA over an fp8 cache on Hopper)", true},
   };

@@ -418,20 +418,28 @@ std::string path_label(const PathResult& p) {
 }  // namespace
 
 ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roofline& rf, const OpTime& t) {
+  // As op_time: a block-scaled GEMM where the engine runs DeepGEMM is timed as DeepGEMM's.
+  if (rf.deepgemm && !op.deepgemm && block_scaled_gemm(op, takes_fp8_efficiency(op, rf))) {
+    Op on_deepgemm = op;
+    on_deepgemm.deepgemm = true;
+    return explain_op_time(quantity, on_deepgemm, rf, t);
+  }
   const bool fp8 = runs_at_fp8_peak(op, rf);
   const FlopsPerSecond peak = fp8 ? rf.peak_fp8 : rf.peak;
   if (t.calibrated) {
     // The family's calibrated time (efficiency.hpp), every term substituted.
     const KernelFamily fam = *rf.fit_family(family_of(op));
     const KernelEfficiency& k = *rf.kernels[static_cast<std::size_t>(fam)];
-    const Tiling& tl = op.tiling;
-    // The same choices calibrated_time makes: the unsplit launch where the family's kernel does not
-    // split keys, the fp8 efficiency for fp8 kernels where the family has one.
+    // The same choices calibrated_time makes: the launch without split-K for a block-scaled fp8 GEMM,
+    // the unsplit launch where the family's kernel does not split keys, the fp8 efficiency for fp8
+    // kernels where the family has one.
+    const Tiling tl = launch_tiling(op, takes_fp8_efficiency(op, rf), rf.sms);
     const bool unsplit = runs_unsplit(k, tl);
     const bool at_fp8 = fp8 || rf.fp8_compute;
     const bool fp8_eta = takes_fp8_efficiency(op, rf) && k.eta_compute_fp8;
     const bool tensor_eta = takes_fp8_efficiency(op, rf) && op.fp8_per_tensor && k.eta_compute_fp8_tensor;
-    const double eta_c = eta_compute_for(k, takes_fp8_efficiency(op, rf), op.fp8_per_tensor);
+    const double eta_c = eta_compute_for(k, takes_fp8_efficiency(op, rf), op.fp8_per_tensor, op.deepgemm);
+    const bool deepgemm_eta = takes_fp8_efficiency(op, rf) && !op.fp8_per_tensor && k.eta_compute_deepgemm && (op.deepgemm || !k.eta_compute_fp8);
     const LaunchShape launch = launch_shape(tl, rf.sms);
     const std::optional<LatentPartition> part = latent_partition(tl, rf.sms, k.split_kv);
     // The counts the fixed term was paid for, as calibrated_time counted them.
@@ -470,6 +478,10 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     } else if (const double longest = longest_cta_flops(tl, launch); longest > 0 && rf.sms > 0) {
       cf.push_back(cat("F_cta", longest < tl.longest_cta_flops ? " (its share of the split keys)" : "", " / (", at_fp8 ? "peak_fp8" : "peak", " / SMs · η_c)"));
       cv.push_back(cat(num(longest), " / (", si(peak.value, "FLOP/s"), " / ", num(rf.sms), " · ", plain(eta_c), ")"));
+    }
+    if (!cuda_cores && counted.k_step_time.value > 0) {
+      cf.push_back("⌈K / 128⌉ · t_k · 1 GHz / clock (a block-scaled fp8 GEMM's reduction steps in one CTA, never split over CTAs)");
+      cv.push_back(cat(num(counted.k_steps), " · ", secs(k.k_step.value), " · 1 GHz / ", num(rf.sm_clock_hz / 1e6), " MHz"));
     }
     if (unsplit && rf.sms > 0) {
       mf.push_back("B_cta / (min(1, reach / SMs) · bandwidth · η_m)");
@@ -514,7 +526,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                          resident ? ", w = CTAs / (SMs · ((waves − 1) · resident + max(1 / solo, ⌈c / SMs⌉))) over waves of resident · SMs blocks, c the last wave's"
                                   : ", w = CTAs / (⌈CTAs / SMs⌉ · SMs)",
                          ", w_m = CTAs / (⌊CTAs / SMs⌋ · SMs + max(r, SMs / reach)) (1 for whole waves); ", to_string(fam),
-                         " family", cuda_cores ? "" : tensor_eta ? ", per-tensor fp8 η_c" : fp8_eta ? ", fp8 η_c" : "", costs.fp8_cache ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
+                         " family", cuda_cores ? "" : tensor_eta ? ", per-tensor fp8 η_c" : deepgemm_eta ? ", DeepGEMM's fp8 η_c" : fp8_eta ? ", fp8 η_c" : "", costs.fp8_cache ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
                          launch.mmha         ? cat(", MMHA (no XQA kernel for this head group, or too few blocks): t_seq", costs.mmha ? " (MMHA's own)" : "",
                                                    " per block, one per query head and sequence", overlap ? " and each split of its keys" : "",
                                                    cuda_cores ? ", its FLOPs on CUDA cores at the FP32 peak" : "")

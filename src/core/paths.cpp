@@ -440,6 +440,7 @@ Op gemm_op(OpId id, double tokens, double in, double out, double weight_b, doubl
   op.bytes_written = BytesF{tokens * out * act_b};
   op.tiling.ctas = std::ceil(tokens / kGemmTile) * std::ceil(out / kGemmTile);
   op.tiling.split_k = std::max(1.0, std::floor(in / kSplitKMin));
+  op.tiling.gemm_m = tokens, op.tiling.gemm_n = out, op.tiling.gemm_k = in;
   return op;
 }
 

@@ -70,6 +70,7 @@ Roofline speed_of_light(const Roofline& rf) {
   s.peak_cuda_core = rf.peak_cuda_core;
   s.fp8_compute = rf.fp8_compute;
   s.latent_fp8 = rf.latent_fp8;
+  s.deepgemm = rf.deepgemm;
   return s;
 }
 
@@ -101,6 +102,11 @@ OpTime op_time(const Op& op, const Roofline& rf) {
   // after the kernel that wrote it is not modelled, and a time below the DRAM speed of light would be
   // no bound at all. The L2 pace is fitted (mlaplan-validate) only so that the tables' repeated
   // passes over one L2-sized tensor do not lift η_m above DRAM's.
+  if (rf.deepgemm && !op.deepgemm && block_scaled_gemm(op, takes_fp8_efficiency(op, rf))) {
+    Op on_deepgemm = op;
+    on_deepgemm.deepgemm = true;
+    return op_time(on_deepgemm, rf);
+  }
   OpTime t;
   t.intensity = op.bytes().value > 0 ? op.flops / op.bytes() : 0;
   if (const auto fam = rf.fit_family(family_of(op))) {

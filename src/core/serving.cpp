@@ -572,8 +572,14 @@ StepOverheads step_overheads(const EngineProfile& p) {
   o.gqa_rope_kernels_prefill = static_cast<int>(num("gqa_rope_kernels_prefill", 0));
   o.gqa_rope_kernels_decode = static_cast<int>(num("gqa_rope_kernels_decode", 0));
   o.gqa_decode_kernel_fuses_rope = num("gqa_decode_kernel_fuses_rope", 0) != 0;
+  o.deepgemm_hopper = num("deepgemm_hopper", 0) != 0;
+  o.deepgemm_blackwell = num("deepgemm_blackwell", 0) != 0;
   o.source = p.label() + " (" + p.file + ")";
   return o;
+}
+
+bool runs_deepgemm(const StepOverheads& o, const HardwareSpec& hw) {
+  return (hw.architecture == "hopper" && o.deepgemm_hopper) || (hw.architecture == "blackwell" && o.deepgemm_blackwell);
 }
 
 double moe_imbalance_at(const StepOverheads& o, double ep) {
@@ -620,7 +626,10 @@ AllToAllTime all_to_all_time(const AllToAll& a, const LinkSpec& l) {
   return {x.time, x.bound, t.scale_up_bytes, t.scale_out_bytes};
 }
 
-StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline& rf, const StepRequest& req) {
+StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline& engine_free, const StepRequest& req) {
+  // The engine's block-fp8 GEMM library on this GPU.
+  Roofline rf = engine_free;
+  rf.deepgemm = runs_deepgemm(req.overheads, hw);
   StepResult out;
   out.phase = req.phase;
   Ctx c{m, req, rf, hw};

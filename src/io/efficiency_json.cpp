@@ -93,8 +93,8 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
     }
     const std::string prefix = "kernels." + name;
     only_keys(k, where, prefix,
-              {"fixed_s", "per_sequence_s", "fixed_fp8_cache_s", "per_sequence_fp8_cache_s", "per_sequence_mmha_s", "eta_compute", "eta_compute_fp8", "eta_compute_fp8_tensor",
-               "eta_compute_mmha", "eta_memory", "memory_reach", "l2_speedup", "l2_bytes_per_sm_cycle", "per_cta_s", "serial_memory", "per_sequence_overlapped", "per_cta_overlapped", "split_kv", "resident_ctas", "solo_share", "rows"});
+              {"fixed_s", "per_sequence_s", "fixed_fp8_cache_s", "per_sequence_fp8_cache_s", "per_sequence_mmha_s", "eta_compute", "eta_compute_fp8", "eta_compute_fp8_tensor", "eta_compute_deepgemm",
+               "eta_compute_mmha", "eta_memory", "memory_reach", "l2_speedup", "l2_bytes_per_sm_cycle", "per_cta_s", "k_step_s", "serial_memory", "per_sequence_overlapped", "per_cta_overlapped", "split_kv", "resident_ctas", "solo_share", "rows"});
     for (const char* key : {"fixed_s", "per_sequence_s", "eta_compute", "eta_memory", "rows"})
       if (!k.contains(key)) fail_key(where, prefix + "." + key, "(absent)", "required for every kernel family");
     KernelEfficiency e;
@@ -117,6 +117,8 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
     if (k.contains("eta_compute_fp8")) e.eta_compute_fp8 = number(k["eta_compute_fp8"], where, prefix + ".eta_compute_fp8", 0, 1, true);
     if (k.contains("eta_compute_fp8_tensor"))
       e.eta_compute_fp8_tensor = number(k["eta_compute_fp8_tensor"], where, prefix + ".eta_compute_fp8_tensor", 0, 1, true);
+    if (k.contains("eta_compute_deepgemm"))
+      e.eta_compute_deepgemm = number(k["eta_compute_deepgemm"], where, prefix + ".eta_compute_deepgemm", 0, 1, true);
     if (k.contains("eta_compute_mmha")) e.eta_compute_mmha = number(k["eta_compute_mmha"], where, prefix + ".eta_compute_mmha", 0, 1, true);
     e.eta_memory = number(k["eta_memory"], where, prefix + ".eta_memory", 0, 1, true);
     // Optional: profiles written before it streamed one SM's share per CTA.
@@ -131,6 +133,8 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
     // Optional: 0 (no cost per CTA) and false (compute and memory overlap) for the families that do not
     // fit them.
     if (k.contains("per_cta_s")) e.per_cta = Seconds{number(k["per_cta_s"], where, prefix + ".per_cta_s", 0, 1, false)};
+    // Optional: 0 (no bound from a block-scaled GEMM's reduction steps) where not fitted.
+    if (k.contains("k_step_s")) e.k_step = Seconds{number(k["k_step_s"], where, prefix + ".k_step_s", 0, 1e-3, false)};
     // Optional flags, true or false where given (a named reference: clang 14 captures no structured binding).
     const auto& entry = k;
     auto flag = [&](const char* key, bool& out) {
@@ -170,7 +174,7 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
   if (!p.gpu.empty()) j["gpu"] = p.gpu;
   j["written_by"] = p.written_by;
   j["transfer_rule"] =
-      "t = launches·(fixed_s + sequences·per_sequence_s + ceil(CTAs / SMs)·per_cta_s) (GQA decode: sequences = blocks of its launch, and per_sequence_s (with per_sequence_fp8_cache_s and per_sequence_mmha_s) one SM's time per block at 1 GHz, so a block costs per_sequence_s·1 GHz / (SMs·sm_boost_clock_mhz) on a GPU; its launches on TMA-fed kernels, TensorRT-LLM's QGMMA over an fp8 KV cache on a Hopper GPU and TRTLLM-GEN over any cache on a Blackwell GPU: fixed_fp8_cache_s and per_sequence_fp8_cache_s where given; the prefill families' pair, TensorRT-LLM's fp8 context kernels, times only the measurement rows that ran them; TensorRT-LLM's MMHA decode kernel over a bf16 cache: per_sequence_mmha_s where given) + max(F / (peak·eta_compute·w) (fp8 kernels: the fp8 peak·eta_compute_fp8 where given, per-tensor-scaled fp8 GEMMs eta_compute_fp8_tensor where given; TensorRT-LLM's MMHA decode kernel, on CUDA cores: F / (the GPU's non-tensor FP32 peak·eta_compute_mmha·w) where given, without the F_cta term), B / (bandwidth·eta_memory·w_m) (where B fits the GPU's L2 in a table timed over one tensor again and again: ·l2_speedup, or with l2_bytes_per_sm_cycle B / (SMs·sm_boost_clock_mhz·l2_bytes_per_sm_cycle·w_m) instead; a step's ops stream from DRAM), F_cta / (peak/SMs·eta_compute)) (GQA decode: B adds, for a split XQA launch, each block's bf16 partial output and fp32 sum and max per query head, 2·group·(head_dim·2 + 8) bytes written and read back; serial_memory true: the F and B terms add, the op's memory pass apart from its compute kernel; per_sequence_overlapped true: launches·sequences·per_sequence_s is a term of that max, not of the fixed cost; per_cta_overlapped true: launches·ceil(CTAs / SMs)·per_cta_s is added to the F term inside the max, not to the fixed cost), "
+      "t = launches·(fixed_s + sequences·per_sequence_s + ceil(CTAs / SMs)·per_cta_s) (GQA decode: sequences = blocks of its launch, and per_sequence_s (with per_sequence_fp8_cache_s and per_sequence_mmha_s) one SM's time per block at 1 GHz, so a block costs per_sequence_s·1 GHz / (SMs·sm_boost_clock_mhz) on a GPU; its launches on TMA-fed kernels, TensorRT-LLM's QGMMA over an fp8 KV cache on a Hopper GPU and TRTLLM-GEN over any cache on a Blackwell GPU: fixed_fp8_cache_s and per_sequence_fp8_cache_s where given; the prefill families' pair, TensorRT-LLM's fp8 context kernels, times only the measurement rows that ran them; TensorRT-LLM's MMHA decode kernel over a bf16 cache: per_sequence_mmha_s where given) + max(F / (peak·eta_compute·w) (fp8 kernels: the fp8 peak·eta_compute_fp8 where given, per-tensor-scaled fp8 GEMMs eta_compute_fp8_tensor where given, block-scaled fp8 GEMMs on DeepGEMM eta_compute_deepgemm where given (the engine's own block kernels eta_compute_fp8, else eta_compute_deepgemm; a GPU's profile without eta_compute_deepgemm takes its architecture's); TensorRT-LLM's MMHA decode kernel, on CUDA cores: F / (the GPU's non-tensor FP32 peak·eta_compute_mmha·w) where given, without the F_cta term), B / (bandwidth·eta_memory·w_m) (where B fits the GPU's L2 in a table timed over one tensor again and again: ·l2_speedup, or with l2_bytes_per_sm_cycle B / (SMs·sm_boost_clock_mhz·l2_bytes_per_sm_cycle·w_m) instead; a step's ops stream from DRAM), F_cta / (peak/SMs·eta_compute), block-scaled fp8 GEMMs ceil(K / 128)·k_step_s·1 GHz / sm_boost_clock_mhz, their reduction never split over CTAs) (GQA decode: B adds, for a split XQA launch, each block's bf16 partial output and fp32 sum and max per query head, 2·group·(head_dim·2 + 8) bytes written and read back; serial_memory true: the F and B terms add, the op's memory pass apart from its compute kernel; per_sequence_overlapped true: launches·sequences·per_sequence_s is a term of that max, not of the fixed cost; per_cta_overlapped true: launches·ceil(CTAs / SMs)·per_cta_s is added to the F term inside the max, not to the fixed cost), "
       "w = CTAs / (ceil(CTAs / SMs)·SMs), w_m = CTAs / (floor(CTAs / SMs)·SMs + max(r, SMs / memory_reach)) with r the last wave's CTAs (1 for whole waves); "
       "latent attention: sequences = those the busiest SM starts, with split_kv true FlashMLA's partition (the SMs cut into floor(SMs / 64-row query tiles) parts, a sequence's 64-key blocks plus 5 dealt over them; B adds each piece of a split sequence's fp32 partial output, written and read back by the combine kernel), "
       "with split_kv false ceil(CTAs / SMs), fmha_v2's blocks: ceil(512 / 256) = 2 per sequence and 64-head tile, one per half of the value columns, each walking all its keys and computing the tile's whole Q·Kᵀ "
@@ -201,12 +205,14 @@ nlohmann::ordered_json efficiency_profile_json(const EfficiencyProfile& p) {
       e["eta_compute"] = k->eta_compute;
       if (k->eta_compute_fp8) e["eta_compute_fp8"] = *k->eta_compute_fp8;
       if (k->eta_compute_fp8_tensor) e["eta_compute_fp8_tensor"] = *k->eta_compute_fp8_tensor;
+      if (k->eta_compute_deepgemm) e["eta_compute_deepgemm"] = *k->eta_compute_deepgemm;
       if (k->eta_compute_mmha) e["eta_compute_mmha"] = *k->eta_compute_mmha;
       e["eta_memory"] = k->eta_memory;
       e["memory_reach"] = k->memory_reach;
       if (k->l2_speedup != 1) e["l2_speedup"] = k->l2_speedup;
       if (k->l2_bytes_per_sm_cycle > 0) e["l2_bytes_per_sm_cycle"] = k->l2_bytes_per_sm_cycle;
       if (k->per_cta.value != 0) e["per_cta_s"] = k->per_cta.value;
+      if (k->k_step.value != 0) e["k_step_s"] = k->k_step.value;
       if (k->serial_memory) e["serial_memory"] = true;
       if (k->sequences_overlap) e["per_sequence_overlapped"] = true;
       if (k->cta_overlap) e["per_cta_overlapped"] = true;

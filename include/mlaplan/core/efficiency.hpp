@@ -10,9 +10,11 @@
 // whose cost per CTA is SM time the streaming hides, cta_overlap: launches·⌈CTAs / SMs⌉·t_cta added to
 // the compute term inside the max instead of to the fixed cost),
 // w = CTAs / (⌈CTAs / SMs⌉·SMs) is the wave efficiency of the op's launch on the GPU (a last wave
-// that leaves SMs idle; a GEMM with fewer tiles than SMs splits its reduction to fill them), F counts the FLOPs of padded tiles (64-head tiles of the latent decode
+// that leaves SMs idle; a GEMM with fewer tiles than SMs splits its reduction to fill them, but for a
+// block-scaled fp8 GEMM, which runs DeepGEMM's tiles unsplit: launch_tiling), F counts the FLOPs of padded tiles (64-head tiles of the latent decode
 // kernel), and F_cta is the op's longest CTA (a causal prefill's last query tile): no launch ends
-// before it. Memory is not bound to an SM the way compute is: one CTA streams up to `reach` times its
+// before it, nor a block-scaled fp8 GEMM before its CTAs' ⌈K / 128⌉ reduction steps
+// (KernelEfficiency::k_step). Memory is not bound to an SM the way compute is: one CTA streams up to `reach` times its
 // SM's share of the bandwidth (bandwidth/SMs), so a last wave of r CTAs moves its bytes at
 // min(1, r·reach/SMs) of a full wave's rate, w_m = CTAs / (⌊CTAs/SMs⌋·SMs + max(r, SMs/reach))
 // (1 for whole waves; reach 1 gives w). The parameters are dimensionless fractions and seconds: a profile fitted on one GPU
@@ -69,6 +71,15 @@ struct KernelEfficiency {
   // cuBLASLt-style kernels, not the block-scaled ones), where it was fitted apart. Absent:
   // eta_compute_fp8, else eta_compute.
   std::optional<double> eta_compute_fp8_tensor;
+  // Of the fp8 peak, for block-scaled fp8 GEMMs that run DeepGEMM (Op::deepgemm: an engine that runs it
+  // on the GPU's architecture, a table row of `library` deepgemm), where it was fitted apart from the
+  // engine's own block kernels (eta_compute_fp8). The same silicon runs them at different fractions of
+  // its peak: DeepGEMM's H800 tables (InferSim, its README) reach about 73% of the fp8 peak at large
+  // M, aiconfigurator's H100 rows of TensorRT-LLM's fp8_block_scaling_gemm about 48%; H800 and H100
+  // share SMs, clocks and memory. Absent: eta_compute_fp8, else eta_compute (a profile fitted on
+  // DeepGEMM rows alone writes its eta_compute here too). A block-scaled GEMM of the engine's own
+  // kernels whose family has no eta_compute_fp8 takes this one before eta_compute: the same scaling.
+  std::optional<double> eta_compute_deepgemm{};
   // The fixed and per-sequence costs of the family's decode kernel over an fp8 KV cache
   // (Op::fp8_cache), where they were fitted apart (mlaplan-validate also fits them for TensorRT-LLM's
   // fp8 context kernels, MLA and GQA prompts, whose table rows set Op::fp8_cache; the planner's
@@ -101,6 +112,22 @@ struct KernelEfficiency {
   // causal prefill reaches grows with the prompt at a fixed count of CTAs per key (TensorRT-LLM's
   // context MLA on H100 at 128 heads, bf16: 31% of the dense peak at 1,024 tokens, 55% at 4,096).
   Seconds per_cta{0};
+  // The time of one step of a block-scaled fp8 GEMM's reduction in one CTA, one SM's time at 1 GHz
+  // (kBlockCostClockHz; a GPU pays k_step·1 GHz / its SM clock): the kernels that run DeepSeek's
+  // 128 x 128-block fp8 weights issue one kScaledKStep slice of the reduction's tensor-core MMAs, wait
+  // for them, then scale the partial sums on CUDA cores and add them to the output's (the promotion),
+  // slice after slice, and never split the reduction over CTAs (launch_tiling), so a CTA takes at least
+  // ⌈K / 128⌉ such steps whatever its tile. DeepGEMM's sm90 kernel: the loop over K slices, the
+  // warpgroup_wait<0>() and the promotion at deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh
+  // @54e22612:283, :321 and :331-347; TensorRT-LLM's bundled copy, which its fp8_block_scaling_gemm
+  // runs on sm90 where DeepGEMM's JIT is usable, cpp/include/tensorrt_llm/deep_gemm/fp8_gemm_impl.cuh
+  // @0a79ec28:348, :396 and :401-413, and its older cooperative kernel likewise (cutlass_kernels/
+  // fp8_blockscale_gemm/fp8_blockscale_gemm_kernel.cuh@02499765:534, :565, :594-630). The tables show
+  // it where a GEMM has few tiles: aiconfigurator's H100 block-fp8 rows of 16 x 256 take 8.9, 13.5 and
+  // 22.4 µs at K = 4,096, 8,192 and 16,384 (139 ns a step), where its bf16 ones, split over the SMs,
+  // take 5.9, 6.2 and 7.8; InferSim's H800 DeepGEMM rows of 16 x 128 x 65,536 take 61 µs. 0: no such
+  // bound (profiles fitted before it, families other than gemm).
+  Seconds k_step{0};
   // Whether the op's bytes move in a pass of their own before its compute kernel, so that the two
   // terms add instead of overlapping: TensorRT-LLM's attention op launches its preprocessing kernel
   // (RoPE, the Q/K/V assignment and fp8 quantisation, the cache write) before the attention kernel
@@ -193,6 +220,10 @@ struct EfficiencyProfile {
   // Families taken from a less specific profile (efficiency_for): the name of the profile each came
   // from; empty where the family is the profile's own.
   std::array<std::string, kKernelFamilyCount> borrowed_from{};
+  // A family's DeepGEMM efficiency (KernelEfficiency::eta_compute_deepgemm) its own profile lacks,
+  // taken by efficiency_for from the next profile whose same family has it: the name of that profile,
+  // empty where none was taken.
+  std::array<std::string, kKernelFamilyCount> deepgemm_from{};
   // Whether efficiency_for gave the latent decode family the kernel of the GPU it times, unlike the
   // one its profile was fitted on (latent_decode_splits_keys): said in describe().
   bool latent_kernel_of_gpu = false;
@@ -204,7 +235,9 @@ struct EfficiencyProfile {
 
 // The profile a GPU's calibrated times use (the transfer rule): the profile fitted on the GPU's own
 // measurements, else its architecture's, else the one fitted over every architecture; a family the
-// chosen profile lacks is taken from the next of these that has it (and named in borrowed_from).
+// chosen profile lacks is taken from the next of these that has it (and named in borrowed_from), and
+// so is a family's DeepGEMM efficiency (deepgemm_from): a GPU whose tables time only its engine's own
+// block-fp8 kernels (H100's) takes DeepGEMM's fraction of the peak from its architecture's tables.
 // nullopt when `profiles` has none of these.
 std::optional<EfficiencyProfile> efficiency_for(const HardwareSpec& hw, const std::vector<EfficiencyProfile>& profiles);
 
@@ -230,8 +263,9 @@ bool take_gpu_latent_kernel(const HardwareSpec& hw, KernelEfficiency& k);
 // The latent attention families, whose kernels may or may not split keys (split_kv).
 bool is_latent_attention(KernelFamily f);
 // The compute efficiency a family's kernel runs at: for an fp8 kernel its fp8 one where it has one
-// (per-tensor scales: its per-tensor one first).
-double eta_compute_for(const KernelEfficiency& k, bool fp8, bool per_tensor = false);
+// (per-tensor scales: its per-tensor one first; a DeepGEMM kernel, `deepgemm`: its DeepGEMM one
+// first; a block-scaled one of the engine's own: eta_compute_fp8, else the DeepGEMM one).
+double eta_compute_for(const KernelEfficiency& k, bool fp8, bool per_tensor = false, bool deepgemm = false);
 // Which of a GQA decode family's launches pay its second pair of launch costs (fixed_fp8_cache,
 // per_sequence_fp8_cache) on a GPU: those of TensorRT-LLM's TMA-fed, warp-specialised decode kernels,
 // whose blocks cost about a third of the SM cycles the Ampere-style XQA kernel's do (fitted per block,
@@ -281,6 +315,31 @@ struct LaunchCosts {
 LaunchCosts launch_costs(const KernelEfficiency& k, bool fp8_cache, bool mmha = false);
 // Whether an op runs its unsplit launch under a family (split_kv false, and the op has one).
 bool runs_unsplit(const KernelEfficiency& k, const Tiling& t);
+
+// The reduction step of a block-scaled fp8 GEMM: its activations' 1 x 128 and weights' 128 x 128 scales
+// (DeepSeek-V3's `weight_block_size`) change every 128 of K.
+inline constexpr double kScaledKStep = 128;
+// Whether an op runs as a block-scaled fp8 GEMM: a dense GEMM (Tiling::gemm_k) on fp8 weights with
+// block scales, at the fp8 peak (`fp8` as calibrated_time takes it).
+bool block_scaled_gemm(const Op& op, bool fp8);
+// The output tile DeepGEMM's normal fp8 GEMM picks for an m x n output on `sms` SMs (get_best_configs,
+// deep_gemm/jit_kernels/gemm.py@03d0be3d:70-103; bf16 output): of block_m in {64, 128, 256} and
+// block_n in 16, 24, .. 128, 144, 160 (one of the two at most 128), the fewest waves of
+// ⌈m / block_m⌉·⌈n / block_n⌉ tiles over the SMs, then the fullest last wave, then on a tie the
+// smaller block_n at the same block_m, the smaller block_m at the same block_n, or the larger
+// block_n. Its grid is persistent, one CTA per SM walking the tiles (deep_gemm/jit_kernels/
+// runtime.py@03d0be3d:201), so the tiles are the launch's CTAs in waves. TensorRT-LLM's
+// fp8_block_scaling_gemm runs its bundled copy of that kernel on sm90; on sm100 both run DeepGEMM's
+// sm100 kernel, whose heuristic (csrc/jit_kernels/heuristics/sm100.hpp) is taken as this one.
+struct GemmTile {
+  double m = 0, n = 0;
+};
+GemmTile deepgemm_tile(double m, double n, double sms);
+// The tiling an op launches with on `sms` SMs: a block-scaled fp8 GEMM's DeepGEMM tiles (deepgemm_tile;
+// CTAs the tiles, FLOPs the padded tiles') without split-K (split_k 1: no kernel splits the reduction,
+// DeepGEMM's grid is the SMs over ⌈m / block_m⌉·⌈n / block_n⌉ tiles, csrc/jit_kernels/heuristics/
+// sm90.hpp@54e22612:189-206), else its own.
+Tiling launch_tiling(const Op& op, bool fp8, double sms);
 
 // The wave efficiency of `ctas` thread blocks on `sms` SMs (1 when either is unknown).
 double wave_efficiency(double ctas, double sms);
@@ -382,6 +441,10 @@ struct CalibratedTime {
   double launches = 1, sequences = 0, cta_waves = 0;
   double sequence_scale = 1;  // what each sequence's t_seq is multiplied by (block_cost_scale)
   bool mmha = false;  // the launch runs TensorRT-LLM's MMHA decode kernel (launch_shape)
+  // A block-scaled fp8 GEMM: its CTAs' reduction steps, ⌈K / 128⌉ (else 0), and their time at the
+  // family's k_step over the GPU's clock, a bound on the compute term (0 where the family has none).
+  double k_steps = 0;
+  Seconds k_step_time{0};
   Seconds streaming() const { return Seconds{streaming_time(compute.value, ctas.value, memory.value, serial)}; }
   Seconds time() const { return fixed + (blocks > streaming() ? blocks : streaming()); }
 };

@@ -64,6 +64,10 @@ struct Tiling {
   double split_k = 1;            // the most slices the reduction may split into (GEMMs' split-K, attention's keys) to fill the SMs
   double padded_flops = 0;       // FLOPs computed including tile padding (0: the op's own)
   double longest_cta_flops = 0;  // the longest thread block's FLOPs (a causal prefill's last query tile)
+  // A dense GEMM's rows, columns and reduction, M x N x K (gemm_op; 0 for other ops): a block-scaled fp8
+  // GEMM tiles them its own way, walks K in steps of kScaledKStep in each CTA and never splits it
+  // (launch_tiling, KernelEfficiency::k_step).
+  double gemm_m = 0, gemm_n = 0, gemm_k = 0;
   // GQA/MHA attention whose sequences each bring one token (or a speculative step's few): engines
   // launch a decode kernel for it (XQA, FlashInfer's decode, flash-decoding), not the prefill one.
   bool decode_kernel = false;
@@ -157,6 +161,10 @@ struct Op {
   // fp8 with one scale per tensor: at the fp8 peak with its family's per-tensor fp8 efficiency
   // (eta_compute_fp8_tensor; the block-scaled kernels rescale every 128 of the reduction).
   bool fp8_per_tensor = false;
+  // A block-scaled fp8 GEMM that runs DeepGEMM, not the engine's own block kernel: its family's
+  // DeepGEMM efficiency (KernelEfficiency::eta_compute_deepgemm). Set by op_time where the engine runs
+  // DeepGEMM on the GPU (Roofline::deepgemm), and by a table row's `library`.
+  bool deepgemm = false;
   // A GQA decode kernel over an fp8 KV cache: on Hopper another kernel (TensorRT-LLM's XQA runs its
   // QGMMA kernels there), with its family's fp8-cache launch costs where they were fitted apart
   // (KernelEfficiency::fixed_fp8_cache, gqa_decode_cost_pair). The absorbed path's latent

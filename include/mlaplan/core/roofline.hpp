@@ -24,6 +24,10 @@ struct Roofline {
   // and runs QK and PV on fp8 tensor cores (sm90: FlashMLA's E4M3 instantiation, :1175-1176 and
   // :1224-1226, flash_fwd_mla_kernel.h@08f1ea31:101-110; sm100: TRTLLM-GEN with E4M3 Q, :2768-2775).
   bool latent_fp8 = false;
+  // The engine runs block-scaled fp8 GEMMs on DeepGEMM on this GPU (its profile's deepgemm_hopper or
+  // deepgemm_blackwell): op_time gives such ops Op::deepgemm. False: the engine's own kernels, or no
+  // engine.
+  bool deepgemm = false;
   // The non-tensor FP32 peak, at which a calibrated family's MMHA launches compute where the family
   // has eta_compute_mmha (efficiency.hpp); 0: unknown.
   FlopsPerSecond peak_cuda_core{0};

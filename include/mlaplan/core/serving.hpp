@@ -125,6 +125,9 @@ struct StepOverheads {
   // (trtllm_decode_fuses_preprocessing) makes the decode ones unneeded.
   int gqa_rope_kernels_prefill = 0, gqa_rope_kernels_decode = 0;
   bool gqa_decode_kernel_fuses_rope = false;
+  // Whether block-scaled fp8 dense GEMMs run DeepGEMM on a Hopper and on a Blackwell GPU (the
+  // Roofline's deepgemm: its family's DeepGEMM efficiency), else the engine's own block kernels.
+  bool deepgemm_hopper = false, deepgemm_blackwell = false;
   std::string source;  // "sglang@0.5.4+ (engines/sglang-0.5.4.json)" or why none applies
 };
 
@@ -248,6 +251,9 @@ void set_step_batch(StepRequest& req, const ModelSpec& m, const HardwareSpec& hw
 
 // The parameters an engine profile gives a step; none (zeros, η = 1) for keys it leaves out.
 StepOverheads step_overheads(const EngineProfile& p);
+// Whether the engine runs block-scaled fp8 GEMMs on DeepGEMM on `hw` (deepgemm_hopper,
+// deepgemm_blackwell by its architecture).
+bool runs_deepgemm(const StepOverheads& o, const HardwareSpec& hw);
 // The busiest EP rank's routed pairs over the mean at `ep` ranks: with a curve, linear in ln EP
 // between its points (EP 1, a single rank, is 1), its last value past its last point; without one,
 // moe_imbalance. 1 at EP 1.
