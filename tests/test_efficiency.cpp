@@ -1750,18 +1750,22 @@ TEST_CASE("the transfer rule: a GPU profile without DeepGEMM's efficiency takes 
 }
 
 TEST_CASE("a step's block-fp8 GEMMs run DeepGEMM where the engine says so, and nothing else moves", "[efficiency][property]") {
-  // Every bundled model with fp8 weights, on every bundled Hopper and Blackwell GPU: a Roofline that
-  // runs DeepGEMM times a block-scaled GEMM with the family's DeepGEMM efficiency, and every other
-  // op exactly as before; a block-scaled GEMM is never faster than its reduction steps.
+  // Every bundled model with fp8 weights, its layer's ops (the projections in scope), on every bundled
+  // Hopper and Blackwell GPU: a Roofline that runs DeepGEMM times a block-scaled GEMM with the
+  // family's DeepGEMM efficiency, and every other op exactly as before; a block-scaled GEMM is never
+  // faster than its reduction steps or its speed of light.
   for (const char* gpu : {"h100", "h800", "b200"}) {
     const HardwareSpec hw = load_gpu(gpu);
     const Roofline own = default_roofline(hw, DType::bf16, bundled_efficiency());
     Roofline deep = own;
     deep.deepgemm = true;
     const KernelEfficiency& g = *own.kernels[static_cast<std::size_t>(KernelFamily::gemm)];
+    const double ratio = eta_compute_for(g, true, false, false) / eta_compute_for(g, true, false, true);
+    int scaled = 0, compared = 0;
     for (const ModelSpec& m : test::all_models()) {
       Workload w;
       w.weights = WeightDtype::fp8;
+      w.projections = true;
       w.groups = {SequenceGroup{4, 1024, 0}};
       for (const PathKind kind : {PathKind::absorb, PathKind::expand}) {
         if (!m.is_mla() && kind == PathKind::expand) continue;
@@ -1773,16 +1777,27 @@ TEST_CASE("a step's block-fp8 GEMMs run DeepGEMM where the engine says so, and n
             CHECK(a.time.value == b.time.value);
             continue;
           }
-          CHECK(b.compute.value >= std::ceil(op.tiling.gemm_k / kScaledKStep) * g.k_step.value * kBlockCostClockHz / hw.sm_clock_hz * (1 - 1e-12));
-          const double ratio = eta_compute_for(g, true, false, false) / eta_compute_for(g, true, false, true);
-          const OpTime bound = op_time(op, speed_of_light(own));
-          CHECK(b.time.value >= bound.time.value);
-          if (b.compute.value > b.memory.value && a.compute.value > a.memory.value && a.compute.value > 1.01 * std::ceil(op.tiling.gemm_k / kScaledKStep) * g.k_step.value * kBlockCostClockHz / hw.sm_clock_hz)
+          ++scaled;
+          const double steps = std::ceil(op.tiling.gemm_k / kScaledKStep) * g.k_step.value * kBlockCostClockHz / hw.sm_clock_hz;
+          CHECK(a.compute.value >= steps * (1 - 1e-12));
+          CHECK(b.compute.value >= steps * (1 - 1e-12));
+          CHECK(b.time.value >= op_time(op, speed_of_light(own)).time.value);
+          // Compute-bound above the step bound: the two differ by the efficiencies alone.
+          if (b.compute.value > b.memory.value && a.compute.value > a.memory.value && b.compute.value > 1.01 * steps) {
+            ++compared;
             CHECK(b.compute.value == Approx(a.compute.value * ratio).epsilon(1e-9));
+          }
         }
       }
     }
+    INFO(gpu);
+    CHECK(scaled > 0);
+    CHECK(compared > 0);
   }
+  // H100's own block kernel (TensorRT-LLM's) is slower than DeepGEMM; H800 and B200 time only DeepGEMM.
+  const Roofline h100 = default_roofline(load_gpu("h100"), DType::bf16, bundled_efficiency());
+  const KernelEfficiency& g = *h100.kernels[static_cast<std::size_t>(KernelFamily::gemm)];
+  CHECK(eta_compute_for(g, true, false, true) > 1.2 * eta_compute_for(g, true, false, false));
 }
 
 TEST_CASE("efficiency profiles: DeepGEMM's efficiency and the reduction step, hostile and round-tripped", "[efficiency][hostile]") {
@@ -1799,6 +1814,12 @@ TEST_CASE("efficiency profiles: DeepGEMM's efficiency and the reduction step, ho
     CHECK(refusal(j) == "p.json: key 'kernels.gemm.k_step_s' = " + bad.dump() + ": expected a number in [0, 0.001]");
   }
   j["kernels"]["gemm"]["k_step_s"] = 2.75e-7;
+  // The gemm family's alone.
+  for (const char* key : {"eta_compute_deepgemm", "k_step_s"}) {
+    json other = minimal_profile();
+    other["kernels"]["absorbed_decode"][key] = 0.5e-6;
+    CHECK(refusal(other) == std::string("p.json: key 'kernels.absorbed_decode.") + key + "' = 5e-07: only the gemm family has it (block-scaled fp8 dense GEMMs)");
+  }
   const EfficiencyProfile p = parse_efficiency_profile(j, "p.json");
   const EfficiencyProfile q = parse_efficiency_profile(json::parse(efficiency_profile_json(p).dump()), "p.json");
   CHECK(q.kernel(KernelFamily::gemm)->eta_compute_deepgemm.value_or(0) == 0.73);
@@ -1808,4 +1829,21 @@ TEST_CASE("efficiency profiles: DeepGEMM's efficiency and the reduction step, ho
   const EfficiencyProfile d = parse_efficiency_profile(minimal_profile(), "p.json");
   CHECK(d.kernel(KernelFamily::absorbed_decode)->k_step.value == 0);
   CHECK_FALSE(d.kernel(KernelFamily::absorbed_decode)->eta_compute_deepgemm.has_value());
+}
+
+TEST_CASE("explain: a block-fp8 GEMM's reduction steps and DeepGEMM's efficiency", "[efficiency][explain]") {
+  // 16 x 256 over K = 16,384 on H100, bound by its 128 reduction steps under the shipped profile.
+  const HardwareSpec h100 = load_gpu("h100");
+  Roofline rf = default_roofline(h100, DType::bf16, bundled_efficiency());
+  Op op = gemm_op(OpId::q_proj, 16, 16384, 256, 1, 2);
+  set_weight_precision(op, WeightDtype::fp8);
+  const ExplainStep own = explain_op_time("time", op, rf, op_time(op, rf));
+  CHECK(own.formula.find("⌈K / 128⌉ · t_k · 1 GHz / clock") != std::string::npos);
+  CHECK(own.substituted.find("128 · ") != std::string::npos);
+  CHECK(own.formula.find(", fp8 η_c") != std::string::npos);
+  CHECK(own.formula.find("DeepGEMM") == std::string::npos);
+  rf.deepgemm = true;
+  const ExplainStep deep = explain_op_time("time", op, rf, op_time(op, rf));
+  CHECK(deep.formula.find("DeepGEMM's fp8 η_c") != std::string::npos);
+  CHECK(deep.number() == Approx(op_time(op, rf).time.value).epsilon(1e-9));
 }

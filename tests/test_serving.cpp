@@ -1308,5 +1308,59 @@ TEST_CASE("plan over every bundled model: rows fit, the best meets the target, t
   }
 }
 
+TEST_CASE("a step's block-fp8 GEMMs run the library the engine's profile names for the GPU's architecture", "[serving]") {
+  // DeepSeek-V3 prefill on H100 (block-fp8 linears): the same step under an engine that runs DeepGEMM
+  // on Hopper and one that runs its own kernels. The dense MLPs' GEMMs are compute-bound at 4,096
+  // tokens a rank, so their times differ by the two efficiencies; the attention projections (beside
+  // kv_b_proj, not a DeepGEMM launch here) are faster; the attention kernels and the all-to-all do
+  // not move.
+  const ModelSpec m = test::model("deepseek-v3");
+  const HardwareSpec h100 = load_gpu("h100");
+  const Roofline rf = default_roofline(h100, DType::bf16, bundled_efficiency());
+  const KernelEfficiency& g = *rf.kernels[static_cast<std::size_t>(KernelFamily::gemm)];
+  REQUIRE(g.eta_compute_fp8);
+  REQUIRE(g.eta_compute_deepgemm);  // H100's tables time no DeepGEMM: its architecture's
+  auto step_with = [&](bool hopper, bool blackwell, const HardwareSpec& hw, const Roofline& r) {
+    StepRequest req;
+    req.phase = Phase::prefill;
+    set_step_weights(req, m, WeightDtype::fp8);
+    req.w.groups = {SequenceGroup{8, 4096, 0}};
+    req.w.par.ep = 8, req.w.par.dp = 8;
+    StepOverheads o;
+    o.deepgemm_hopper = hopper, o.deepgemm_blackwell = blackwell;
+    use_overheads(req, o);
+    req.links = links_for(hw, o);
+    return step_time(m, hw, r, req);
+  };
+  const StepResult own = step_with(false, true, h100, rf), deep = step_with(true, false, h100, rf);
+  const StepRow* a = row(own, StepComponent::dense_mlp);
+  const StepRow* b = row(deep, StepComponent::dense_mlp);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(b->time.value / a->time.value == Approx(*g.eta_compute_fp8 / *g.eta_compute_deepgemm).epsilon(0.03));
+  CHECK(row(deep, StepComponent::attention_projections)->time.value < row(own, StepComponent::attention_projections)->time.value);
+  for (const StepComponent c : {StepComponent::attention_core, StepComponent::ep_dispatch, StepComponent::ep_combine}) {
+    const StepRow* x = row(own, c);
+    const StepRow* y = row(deep, c);
+    if (x && y) CHECK(x->time.value == y->time.value);
+  }
+  // The Blackwell flag does not reach a Hopper GPU, nor the Hopper one a Blackwell GPU.
+  CHECK(step_with(false, true, h100, rf).step_time.value == step_with(false, false, h100, rf).step_time.value);
+  const HardwareSpec b200 = load_gpu("b200");
+  auto flags = [](bool hopper, bool blackwell) {
+    StepOverheads o;
+    o.deepgemm_hopper = hopper, o.deepgemm_blackwell = blackwell;
+    return o;
+  };
+  CHECK_FALSE(runs_deepgemm(flags(true, false), b200));
+  CHECK(runs_deepgemm(flags(false, true), b200));
+  CHECK_FALSE(runs_deepgemm(flags(true, true), load_gpu("a100-80gb")));
+  // The bundled profiles: SGLang 0.5.4 runs DeepGEMM on both, TensorRT-LLM on Blackwell, vLLM 0.9 on neither.
+  CHECK(runs_deepgemm(step_overheads(load_engine("sglang@0.5.4", "t")), h100));
+  CHECK_FALSE(runs_deepgemm(step_overheads(load_engine("trtllm@1.0.0", "t")), h100));
+  CHECK(runs_deepgemm(step_overheads(load_engine("trtllm@1.0.0", "t")), b200));
+  CHECK_FALSE(runs_deepgemm(step_overheads(load_engine("vllm@0.9.0", "t")), b200));
+}
+
 }  // namespace
 }  // namespace mlaplan

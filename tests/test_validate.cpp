@@ -521,6 +521,14 @@ TEST_CASE("Against reads any CSV names with the kernel columns and refuses bad r
     s.write("t.csv", table);
     CHECK(against_error(s.dir) == message);
   }
+  // ... and on a GPU with fp8 tensor cores: A100 has no fp8 peak.
+  s.write("t.csv", lib_header + "gemm,64,128,7168,fp8,3,deepgemm\n");
+  try {
+    (void)validate_against(s.dir, load_gpu("a100-80gb"), load_model("deepseek-v3"));
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()) == f + ": key 'library' = deepgemm: row 1: DeepGEMM runs on fp8 tensor cores, and A100 SXM4 80GB has no fp8 peak");
+  }
   // TensorRT-LLM's context passes and GQA preprocessing: `trtllm` or `none`, MLA prefill and GQA attention rows only.
   const std::string prefill_header = "kernel,batch,seq_len,kv_len,heads,kv_dtype,latency_us,preprocess\n";
   for (const auto& [table, message] : std::vector<std::pair<std::string, std::string>>{

@@ -908,6 +908,8 @@ std::vector<Row> read_folder(const fs::path& dir, const std::string& gpu_key, co
         if (lib != "default" && lib != "deepgemm") fail_key(file, "library", lib, fmt::format("row {}: expected deepgemm or default", i + 1));
         if (lib == "deepgemm" && r.kv_dtype != "fp8")
           fail_key(file, "library", lib, fmt::format("row {}: DeepGEMM runs block-fp8 GEMMs (dtype fp8), not {}", i + 1, r.kv_dtype));
+        if (lib == "deepgemm" && !r.fp8)
+          fail_key(file, "library", lib, fmt::format("row {}: DeepGEMM runs on fp8 tensor cores, and {} has no fp8 peak", i + 1, r.gpu->name));
         r.op.deepgemm = lib == "deepgemm";
         keep(r);
         continue;

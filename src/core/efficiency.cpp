@@ -310,7 +310,10 @@ double block_cost_scale(const Tiling& t, double sms, double sm_clock_hz) {
   return sms > 0 && sm_clock_hz > 0 ? kBlockCostClockHz / (sms * sm_clock_hz) : 0;
 }
 
-bool block_scaled_gemm(const Op& op, bool fp8) { return fp8 && op.fp8 && !op.fp8_per_tensor && op.tiling.gemm_k > 0; }
+bool block_scaled_gemm(const Op& op, bool fp8) {
+  const Tiling& t = op.tiling;
+  return fp8 && op.fp8 && !op.fp8_per_tensor && t.gemm_m > 0 && t.gemm_n > 0 && t.gemm_k > 0;
+}
 
 GemmTile deepgemm_tile(double m, double n, double sms) {
   if (!(m > 0) || !(n > 0) || !(sms > 0)) return {};

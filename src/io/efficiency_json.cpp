@@ -117,6 +117,10 @@ EfficiencyProfile parse_efficiency_profile(const json& j, const std::string& whe
     if (k.contains("eta_compute_fp8")) e.eta_compute_fp8 = number(k["eta_compute_fp8"], where, prefix + ".eta_compute_fp8", 0, 1, true);
     if (k.contains("eta_compute_fp8_tensor"))
       e.eta_compute_fp8_tensor = number(k["eta_compute_fp8_tensor"], where, prefix + ".eta_compute_fp8_tensor", 0, 1, true);
+    // A dense GEMM's alone: no other family's ops run DeepGEMM's block-scaled kernel or its steps.
+    for (const char* key : {"eta_compute_deepgemm", "k_step_s"})
+      if (k.contains(key) && *f != KernelFamily::gemm)
+        fail_key(where, prefix + "." + key, show_json(k[key]), "only the gemm family has it (block-scaled fp8 dense GEMMs)");
     if (k.contains("eta_compute_deepgemm"))
       e.eta_compute_deepgemm = number(k["eta_compute_deepgemm"], where, prefix + ".eta_compute_deepgemm", 0, 1, true);
     if (k.contains("eta_compute_mmha")) e.eta_compute_mmha = number(k["eta_compute_mmha"], where, prefix + ".eta_compute_mmha", 0, 1, true);

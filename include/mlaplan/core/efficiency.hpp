@@ -79,6 +79,9 @@ struct KernelEfficiency {
   // share SMs, clocks and memory. Absent: eta_compute_fp8, else eta_compute (a profile fitted on
   // DeepGEMM rows alone writes its eta_compute here too). A block-scaled GEMM of the engine's own
   // kernels whose family has no eta_compute_fp8 takes this one before eta_compute: the same scaling.
+  // So on a GPU whose tables time DeepGEMM alone (H800, B200) every engine's block-fp8 GEMMs run at
+  // DeepGEMM's efficiency: no table there times another kernel. Read for the gemm family only (a
+  // profile gives it nowhere else).
   std::optional<double> eta_compute_deepgemm{};
   // The fixed and per-sequence costs of the family's decode kernel over an fp8 KV cache
   // (Op::fp8_cache), where they were fitted apart (mlaplan-validate also fits them for TensorRT-LLM's
@@ -119,10 +122,13 @@ struct KernelEfficiency {
   // slice after slice, and never split the reduction over CTAs (launch_tiling), so a CTA takes at least
   // ⌈K / 128⌉ such steps whatever its tile. DeepGEMM's sm90 kernel: the loop over K slices, the
   // warpgroup_wait<0>() and the promotion at deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh
-  // @54e22612:283, :321 and :331-347; TensorRT-LLM's bundled copy, which its fp8_block_scaling_gemm
-  // runs on sm90 where DeepGEMM's JIT is usable, cpp/include/tensorrt_llm/deep_gemm/fp8_gemm_impl.cuh
-  // @0a79ec28:348, :396 and :401-413, and its older cooperative kernel likewise (cutlass_kernels/
-  // fp8_blockscale_gemm/fp8_blockscale_gemm_kernel.cuh@02499765:534, :565, :594-630). The tables show
+  // @54e22612:283, :321 and :331-347; TensorRT-LLM's fp8_block_scaling_gemm on sm90 likewise, in its
+  // cooperative kernel (cutlass_kernels/fp8_blockscale_gemm/fp8_blockscale_gemm_kernel.cuh@02499765:534,
+  // :565, :594-630) and in the copy of DeepGEMM it bundles (cpp/include/tensorrt_llm/deep_gemm/
+  // fp8_gemm_impl.cuh@0a79ec28:348, :396 and :401-413), which it may take where DeepGEMM's JIT is usable
+  // (TRTLLM_DG_ENABLED); which of the two aiconfigurator's H100 table timed is not known, and it reaches
+  // 48% of the fp8 peak where DeepGEMM's own tables reach 66%, so it is fitted as a kernel of its own
+  // (eta_compute_fp8, the engine profile's deepgemm_hopper false). The tables show
   // it where a GEMM has few tiles: aiconfigurator's H100 block-fp8 rows of 16 x 256 take 8.9, 13.5 and
   // 22.4 µs at K = 4,096, 8,192 and 16,384 (139 ns a step), where its bf16 ones, split over the SMs,
   // take 5.9, 6.2 and 7.8; InferSim's H800 DeepGEMM rows of 16 x 128 x 65,536 take 61 µs. 0: no such
@@ -319,8 +325,9 @@ bool runs_unsplit(const KernelEfficiency& k, const Tiling& t);
 // The reduction step of a block-scaled fp8 GEMM: its activations' 1 x 128 and weights' 128 x 128 scales
 // (DeepSeek-V3's `weight_block_size`) change every 128 of K.
 inline constexpr double kScaledKStep = 128;
-// Whether an op runs as a block-scaled fp8 GEMM: a dense GEMM (Tiling::gemm_k) on fp8 weights with
-// block scales, at the fp8 peak (`fp8` as calibrated_time takes it).
+// Whether an op runs as a block-scaled fp8 GEMM: a dense GEMM of some rows, columns and reduction
+// (Tiling::gemm_m, gemm_n, gemm_k; an empty one runs nothing) on fp8 weights with block scales, at the
+// fp8 peak (`fp8` as calibrated_time takes it).
 bool block_scaled_gemm(const Op& op, bool fp8);
 // The output tile DeepGEMM's normal fp8 GEMM picks for an m x n output on `sms` SMs (get_best_configs,
 // deep_gemm/jit_kernels/gemm.py@03d0be3d:70-103; bf16 output): of block_m in {64, 128, 256} and
@@ -328,9 +335,11 @@ bool block_scaled_gemm(const Op& op, bool fp8);
 // ⌈m / block_m⌉·⌈n / block_n⌉ tiles over the SMs, then the fullest last wave, then on a tie the
 // smaller block_n at the same block_m, the smaller block_m at the same block_n, or the larger
 // block_n. Its grid is persistent, one CTA per SM walking the tiles (deep_gemm/jit_kernels/
-// runtime.py@03d0be3d:201), so the tiles are the launch's CTAs in waves. TensorRT-LLM's
-// fp8_block_scaling_gemm runs its bundled copy of that kernel on sm90; on sm100 both run DeepGEMM's
-// sm100 kernel, whose heuristic (csrc/jit_kernels/heuristics/sm100.hpp) is taken as this one.
+// runtime.py@03d0be3d:201), so the tiles are the launch's CTAs in waves. Every block-scaled GEMM is
+// tiled so: TensorRT-LLM's sm90 kernel (its own tiles, not modelled apart), DeepGEMM's later C++
+// heuristics (block_n in steps of 16 at most 128, then a cost model with block_m 16 and 32 for small M:
+// csrc/jit_kernels/heuristics/sm90.hpp@54e22612) and its sm100 one (sm100.hpp) pick other tiles for
+// some shapes, not modelled.
 struct GemmTile {
   double m = 0, n = 0;
 };
