@@ -136,12 +136,22 @@ std::optional<bool> latent_decode_reads_fp8_cache(const HardwareSpec& hw) {
 
 bool is_latent_attention(KernelFamily f) { return f == KernelFamily::absorbed_decode || f == KernelFamily::sparse_decode; }
 
+ComputeEta compute_eta_kind(const KernelEfficiency& k, bool fp8, bool per_tensor, bool deepgemm) {
+  if (!fp8) return ComputeEta::dense;
+  if (per_tensor && k.eta_compute_fp8_tensor) return ComputeEta::fp8_tensor;
+  if (deepgemm && !per_tensor && k.eta_compute_deepgemm) return ComputeEta::deepgemm;
+  if (k.eta_compute_fp8) return ComputeEta::fp8;
+  if (!per_tensor && k.eta_compute_deepgemm) return ComputeEta::deepgemm;
+  return ComputeEta::dense;
+}
+
 double eta_compute_for(const KernelEfficiency& k, bool fp8, bool per_tensor, bool deepgemm) {
-  if (!fp8) return k.eta_compute;
-  if (per_tensor && k.eta_compute_fp8_tensor) return *k.eta_compute_fp8_tensor;
-  if (deepgemm && !per_tensor && k.eta_compute_deepgemm) return *k.eta_compute_deepgemm;
-  if (k.eta_compute_fp8) return *k.eta_compute_fp8;
-  if (!per_tensor && k.eta_compute_deepgemm) return *k.eta_compute_deepgemm;
+  switch (compute_eta_kind(k, fp8, per_tensor, deepgemm)) {
+    case ComputeEta::fp8: return *k.eta_compute_fp8;
+    case ComputeEta::fp8_tensor: return *k.eta_compute_fp8_tensor;
+    case ComputeEta::deepgemm: return *k.eta_compute_deepgemm;
+    case ComputeEta::dense: break;
+  }
   return k.eta_compute;
 }
 

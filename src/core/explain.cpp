@@ -419,7 +419,7 @@ std::string path_label(const PathResult& p) {
 
 ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roofline& rf, const OpTime& t) {
   // As op_time: a block-scaled GEMM where the engine runs DeepGEMM is timed as DeepGEMM's.
-  if (rf.deepgemm && !op.deepgemm && block_scaled_gemm(op, takes_fp8_efficiency(op, rf))) {
+  if (takes_deepgemm(op, rf)) {
     Op on_deepgemm = op;
     on_deepgemm.deepgemm = true;
     return explain_op_time(quantity, on_deepgemm, rf, t);
@@ -436,10 +436,8 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const Tiling tl = launch_tiling(op, takes_fp8_efficiency(op, rf), rf.sms);
     const bool unsplit = runs_unsplit(k, tl);
     const bool at_fp8 = fp8 || rf.fp8_compute;
-    const bool fp8_eta = takes_fp8_efficiency(op, rf) && k.eta_compute_fp8;
-    const bool tensor_eta = takes_fp8_efficiency(op, rf) && op.fp8_per_tensor && k.eta_compute_fp8_tensor;
     const double eta_c = eta_compute_for(k, takes_fp8_efficiency(op, rf), op.fp8_per_tensor, op.deepgemm);
-    const bool deepgemm_eta = takes_fp8_efficiency(op, rf) && !op.fp8_per_tensor && k.eta_compute_deepgemm && (op.deepgemm || !k.eta_compute_fp8);
+    const ComputeEta eta_kind = compute_eta_kind(k, takes_fp8_efficiency(op, rf), op.fp8_per_tensor, op.deepgemm);
     const LaunchShape launch = launch_shape(tl, rf.sms);
     const std::optional<LatentPartition> part = latent_partition(tl, rf.sms, k.split_kv);
     // The counts the fixed term was paid for, as calibrated_time counted them.
@@ -526,7 +524,11 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                          resident ? ", w = CTAs / (SMs · ((waves − 1) · resident + max(1 / solo, ⌈c / SMs⌉))) over waves of resident · SMs blocks, c the last wave's"
                                   : ", w = CTAs / (⌈CTAs / SMs⌉ · SMs)",
                          ", w_m = CTAs / (⌊CTAs / SMs⌋ · SMs + max(r, SMs / reach)) (1 for whole waves); ", to_string(fam),
-                         " family", cuda_cores ? "" : tensor_eta ? ", per-tensor fp8 η_c" : deepgemm_eta ? ", DeepGEMM's fp8 η_c" : fp8_eta ? ", fp8 η_c" : "", costs.fp8_cache ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
+                         " family", cuda_cores                         ? ""
+                         : eta_kind == ComputeEta::fp8_tensor ? ", per-tensor fp8 η_c"
+                         : eta_kind == ComputeEta::deepgemm   ? ", DeepGEMM's fp8 η_c"
+                         : eta_kind == ComputeEta::fp8        ? ", fp8 η_c"
+                                                              : "", costs.fp8_cache ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
                          launch.mmha         ? cat(", MMHA (no XQA kernel for this head group, or too few blocks): t_seq", costs.mmha ? " (MMHA's own)" : "",
                                                    " per block, one per query head and sequence", overlap ? " and each split of its keys" : "",
                                                    cuda_cores ? ", its FLOPs on CUDA cores at the FP32 peak" : "")

@@ -97,12 +97,14 @@ bool runs_at_fp8_peak(const Op& op, const Roofline& rf) {
 
 bool takes_fp8_efficiency(const Op& op, const Roofline& rf) { return runs_at_fp8_peak(op, rf) || rf.fp8_compute; }
 
+bool takes_deepgemm(const Op& op, const Roofline& rf) { return rf.deepgemm && !op.deepgemm && block_scaled_gemm(op, takes_fp8_efficiency(op, rf)); }
+
 OpTime op_time(const Op& op, const Roofline& rf) {
   // A step's ops are priced from DRAM (no L2 term): whether a pass finds its tensor still in the L2
   // after the kernel that wrote it is not modelled, and a time below the DRAM speed of light would be
   // no bound at all. The L2 pace is fitted (mlaplan-validate) only so that the tables' repeated
   // passes over one L2-sized tensor do not lift η_m above DRAM's.
-  if (rf.deepgemm && !op.deepgemm && block_scaled_gemm(op, takes_fp8_efficiency(op, rf))) {
+  if (takes_deepgemm(op, rf)) {
     Op on_deepgemm = op;
     on_deepgemm.deepgemm = true;
     return op_time(on_deepgemm, rf);

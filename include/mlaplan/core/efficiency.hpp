@@ -272,6 +272,9 @@ bool is_latent_attention(KernelFamily f);
 // (per-tensor scales: its per-tensor one first; a DeepGEMM kernel, `deepgemm`: its DeepGEMM one
 // first; a block-scaled one of the engine's own: eta_compute_fp8, else the DeepGEMM one).
 double eta_compute_for(const KernelEfficiency& k, bool fp8, bool per_tensor = false, bool deepgemm = false);
+// Which of a family's compute efficiencies eta_compute_for takes (what `--explain` names).
+enum class ComputeEta { dense, fp8, fp8_tensor, deepgemm };
+ComputeEta compute_eta_kind(const KernelEfficiency& k, bool fp8, bool per_tensor = false, bool deepgemm = false);
 // Which of a GQA decode family's launches pay its second pair of launch costs (fixed_fp8_cache,
 // per_sequence_fp8_cache) on a GPU: those of TensorRT-LLM's TMA-fed, warp-specialised decode kernels,
 // whose blocks cost about a third of the SM cycles the Ampere-style XQA kernel's do (fitted per block,

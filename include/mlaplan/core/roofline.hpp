@@ -74,6 +74,9 @@ OpTime op_time(const Op& op, const Roofline& rf);
 // Whether an op's calibrated time takes its family's fp8 efficiency: it runs at the fp8 peak (an fp8
 // op, or fp8 compute); a per-tensor-scaled fp8 GEMM its per-tensor one where the family has it.
 bool takes_fp8_efficiency(const Op& op, const Roofline& rf);
+// Whether op_time (and --explain) times an op as DeepGEMM's although the op does not say so: a
+// block-scaled fp8 GEMM on a Roofline whose engine runs DeepGEMM (Roofline::deepgemm).
+bool takes_deepgemm(const Op& op, const Roofline& rf);
 // Whether an op computes at the fp8 peak: an fp8 op, or the absorbed path's latent attention over an
 // fp8 cache where the GPU runs fp8 generation MLA; never where the GPU has no fp8 peak.
 bool runs_at_fp8_peak(const Op& op, const Roofline& rf);
