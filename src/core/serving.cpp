@@ -175,6 +175,29 @@ Op elementwise(OpId id, double values, double act_b) {
   return op;
 }
 
+// SwiGLU over a gate-up GEMM's output: reads the gate and up halves, [rows, 2·width], and writes
+// silu(gate)·up, [rows, width]; `values` = rows·width (SGLang's SiluAndMul.forward_cuda, sgl_kernel
+// silu_and_mul with d = x.shape[-1] // 2, python/sglang/srt/layers/activation.py@eb118d88:60-64; vLLM's
+// SiluAndMul, vllm/model_executor/layers/activation.py).
+Op swiglu(double values, double act_b) {
+  Op op = elementwise(OpId::swiglu, values, act_b);
+  op.bytes_read = BytesF{2 * values * act_b};
+  return op;
+}
+
+// A decoder layer's residual norm: one kernel adds the residual and normalises, reading the hidden
+// state and the residual and writing both back (SGLang's RMSNorm.forward_cuda with a residual,
+// sgl_kernel fused_add_rmsnorm, python/sglang/srt/layers/layernorm.py@eb118d88:71-77, called as
+// `hidden_states, residual = layernorm(hidden_states, residual)` by layers/communicator.py:205, :383
+// and the final `self.norm(hidden_states, residual)`, models/deepseek_v2.py:2060; vLLM's
+// fused_add_rms_norm, vllm/model_executor/layers/layernorm.py). `values` = tokens·hidden.
+Op residual_norm(double values, double act_b) {
+  Op op = elementwise(OpId::rms_norm, values, act_b);
+  op.bytes_read = BytesF{2 * values * act_b};
+  op.bytes_written = BytesF{2 * values * act_b};
+  return op;
+}
+
 // A linear layer on weights of dtype `d` (fp8 runs it at the fp8 peak).
 Op gemm(OpId id, double tokens, double in, double out, double weight_b, double act_b, WeightDtype d) {
   Op op = gemm_op(id, tokens, in, out, weight_b, act_b);
@@ -405,7 +428,11 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
   const ModelSpec& m = c.m;
   const double h = static_cast<double>(m.hidden);
   const bool quant = c.mlp_weights == WeightDtype::fp8;  // an fp8 quantization kernel before each GEMM
-  L.ops.push_back({StepComponent::elementwise, elementwise(OpId::rms_norm, tokens * h, c.act_b), micro * static_cast<double>(m.norms_per_layer)});
+  // Two residual norms per layer (before attention and before the MLP); Gemma's extra two, after
+  // the attention and after the MLP, normalise without a residual.
+  const double norms = static_cast<double>(m.norms_per_layer), residual_norms = std::min(2.0, norms);
+  L.ops.push_back({StepComponent::elementwise, residual_norm(tokens * h, c.act_b), micro * residual_norms});
+  if (norms > residual_norms) L.ops.push_back({StepComponent::elementwise, elementwise(OpId::rms_norm, tokens * h, c.act_b), micro * (norms - residual_norms)});
   add_allreduce(c, L, tokens, h, c.act_b, micro);  // after o_proj
   if (!moe || !m.moe) {
     // Over every rank (DP attention, the engine's rule, without EP): the gathered tokens, 1/R of the width.
@@ -415,7 +442,7 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     const double up = (m.gated_mlp ? 2 : 1) * inter;
     if (quant) add_quant(c, L, rows * h, micro);
     L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_gate_up, rows, h, up, c.mlp_wb, c.act_b, c.mlp_weights), micro});
-    L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, rows * inter, c.act_b), micro});
+    L.ops.push_back({StepComponent::elementwise, swiglu(rows * inter, c.act_b), micro});
     if (quant) add_quant(c, L, rows * inter, micro);
     L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_down, rows, inter, h, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     if (over_dp)
@@ -444,7 +471,7 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     const double inter = static_cast<double>(e.shared_experts * e.expert_intermediate) / c.tp;
     if (quant) add_quant(c, L, tokens * h, micro);
     L.ops.push_back({StepComponent::shared_experts, gemm(OpId::shared_gate_up, tokens, h, 2 * inter, c.mlp_wb, c.act_b, c.mlp_weights), micro});
-    L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, tokens * inter, c.act_b), micro});
+    L.ops.push_back({StepComponent::elementwise, swiglu(tokens * inter, c.act_b), micro});
     if (quant) add_quant(c, L, tokens * inter, micro);
     L.ops.push_back({StepComponent::shared_experts, gemm(OpId::shared_down, tokens, inter, h, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     in_stage(from, Stage::shared);
@@ -472,7 +499,7 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     if (quant && !ll) add_quant(c, L, send * h, micro);
     const std::size_t from = L.ops.size();
     L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_gate_up, pairs, touched, h, 2 * width, c.mlp_wb, c.act_b, c.mlp_weights), micro});
-    L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, pairs * width, c.act_b), micro});
+    L.ops.push_back({StepComponent::elementwise, swiglu(pairs * width, c.act_b), micro});
     if (quant && !ll) add_quant(c, L, pairs * width, micro);
     L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_down, pairs, touched, width, h, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     const double dispatch_vb = is_fp8(c.mlp_weights) ? kBlockFp8ValueBytes : c.act_b;
@@ -520,7 +547,7 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     // each, layers/moe/fused_moe_triton).
     if (quant) add_quant(c, L, (over_dp ? tokens * c.dp : tokens) * h, micro);
     L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_gate_up, pairs, touched, h, 2 * slice, c.mlp_wb, c.act_b, c.mlp_weights), micro});
-    L.ops.push_back({StepComponent::elementwise, elementwise(OpId::swiglu, pairs * slice, c.act_b), micro});
+    L.ops.push_back({StepComponent::elementwise, swiglu(pairs * slice, c.act_b), micro});
     if (quant) add_quant(c, L, pairs * slice, micro);
     L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_down, pairs, touched, slice, h, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     if (over_dp)
@@ -677,7 +704,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   const double logits_tokens = req.phase == Phase::prefill ? full.sequences : full.new_tokens;
   const double vocab = static_cast<double>(m.vocab);
   plan.once.ops.push_back({StepComponent::embedding, elementwise(OpId::embedding, full.new_tokens * h, c.act_b)});
-  plan.once.ops.push_back({StepComponent::elementwise, elementwise(OpId::rms_norm, full.new_tokens * h, c.act_b)});
+  plan.once.ops.push_back({StepComponent::elementwise, residual_norm(full.new_tokens * h, c.act_b)});
   plan.once.ops.push_back({StepComponent::lm_head, gemm(OpId::lm_head, logits_tokens, h, vocab / c.tp, c.dense_wb, c.act_b, WeightDtype::bf16)});
   Op sample = elementwise(OpId::sampling, logits_tokens * vocab, 4);
   sample.bytes_written = BytesF{logits_tokens * 8};
