@@ -1582,7 +1582,16 @@ TEST_CASE("the shipped profiles: A100's decode kernel does not split keys and Ho
   // fit stands.
   auto chosen = [&](const char* gpu) { return efficiency_for(load_gpu(gpu), profiles)->kernel(KernelFamily::absorbed_decode)->split_kv; };
   CHECK_FALSE(chosen("l40s"));
-  CHECK(efficiency_for(load_gpu("l40s"), profiles)->describe().ends_with("; absorbed_decode with this GPU's kernel, which does not split keys"));
+  CHECK(efficiency_for(load_gpu("l40s"), profiles)->describe().ends_with("; absorbed_decode with this GPU's kernel, which does not split keys, 2 blocks to an SM"));
+  // The profile over all fits A100's unsplit rows too, so its residency is fitted (two blocks, as the
+  // kernel's launch resources give) and the Ada GPUs take it as it is; A100 keeps its own.
+  for (const char* gpu : {"l40s", "rtx-4090"}) {
+    INFO(gpu);
+    const KernelEfficiency k = *efficiency_for(load_gpu(gpu), profiles)->kernel(KernelFamily::absorbed_decode);
+    CHECK(k.resident_ctas == kUnsplitLatentCtasPerSm);
+    CHECK(k.solo_share == profile("any").kernel(KernelFamily::absorbed_decode)->solo_share);
+  }
+  CHECK(efficiency_for(load_gpu("a100-80gb"), profiles)->kernel(KernelFamily::absorbed_decode)->solo_share == a100.solo_share);
   CHECK(efficiency_for(load_gpu("h200"), profiles)->describe().find("absorbed_decode with") == std::string::npos);
   CHECK_FALSE(chosen("rtx-4090"));
   CHECK(chosen("mi300x"));
@@ -1846,4 +1855,40 @@ TEST_CASE("explain: a block-fp8 GEMM's reduction steps and DeepGEMM's efficiency
   const ExplainStep deep = explain_op_time("time", op, rf, op_time(op, rf));
   CHECK(deep.formula.find("DeepGEMM's fp8 η_c") != std::string::npos);
   CHECK(deep.number() == Approx(op_time(op, rf).time.value).epsilon(1e-9));
+}
+
+TEST_CASE("A latent decode family fitted on split kernels takes the unsplit kernel's residency on the GPUs that run it", "[efficiency]") {
+  KernelEfficiency split;
+  split.split_kv = true;
+  // A100 runs fmha_v2's tiled kernel: unsplit, two blocks to an SM, a lone one at half of it.
+  KernelEfficiency k = split;
+  CHECK(take_gpu_latent_kernel(load_gpu("a100-80gb"), k));
+  CHECK_FALSE(k.split_kv);
+  CHECK(k.resident_ctas == 2);
+  CHECK(k.solo_share == 0.5);
+  // Two blocks on 108 SMs, each alone on its SM at half of it: 2 / (108 · max(1/solo, ⌈2/108⌉)) =
+  // 2 / 216 of the GPU's rate.
+  CHECK(resident_wave_efficiency(2, 108, k.resident_ctas, k.solo_share) == Approx(2.0 / (108 * 2)));
+  // 432 blocks: two full waves of 216, every SM holding two.
+  CHECK(resident_wave_efficiency(432, 108, k.resident_ctas, k.solo_share) == Approx(432.0 / (108 * 4)));
+  // A residency the family's own rows fitted stands.
+  KernelEfficiency fitted = split;
+  fitted.resident_ctas = 3, fitted.solo_share = 0.8;
+  CHECK(take_gpu_latent_kernel(load_gpu("a100-80gb"), fitted));
+  CHECK(fitted.resident_ctas == 3);
+  CHECK(fitted.solo_share == 0.8);
+  // A GPU whose kernel splits keeps the split kernel as it is; an unsplit fit taken there splits and
+  // keeps its residency (which a split launch does not read).
+  KernelEfficiency h = split;
+  CHECK_FALSE(take_gpu_latent_kernel(load_gpu("h100-sxm"), h));
+  CHECK(h.resident_ctas == 1);
+  KernelEfficiency unsplit = fitted;
+  unsplit.split_kv = false;
+  CHECK(take_gpu_latent_kernel(load_gpu("h100-sxm"), unsplit));
+  CHECK(unsplit.split_kv);
+  CHECK(unsplit.resident_ctas == 3);
+  // AMD: TensorRT-LLM does not run there; the fit's kernel stands.
+  KernelEfficiency amd = split;
+  CHECK_FALSE(take_gpu_latent_kernel(load_gpu("mi300x"), amd));
+  CHECK(amd.resident_ctas == 1);
 }

@@ -1422,15 +1422,17 @@ double latent_decode_time(const ModelSpec& m, const HardwareSpec& hw, const Kern
 
 TEST_CASE("Transfer: a left-out GPU's latent decode is timed with the kernel TensorRT-LLM runs on it", "[validate]") {
   // DeepSeek-V3 latent decode rows timed by the model itself under one law: H100's and B200's with a
-  // kernel that splits keys (FlashMLA, TRTLLM-GEN), A100's with one that does not (fmha_v2). Left out,
-  // A100 is predicted from the other two with its own kernel (latent_decode_splits_keys), not theirs.
+  // kernel that splits keys (FlashMLA, TRTLLM-GEN), A100's with one that does not (fmha_v2), its blocks
+  // two to an SM and a lone one at half of it. Left out, A100 is predicted from the other two with its
+  // own kernel (latent_decode_splits_keys, take_gpu_latent_kernel), not theirs.
   const ModelSpec m = load_model("deepseek-v3");
   Scratch s("transfer-latent-kernel");
   for (const char* gpu : {"h100-sxm", "b200", "a100-80gb"}) {
     const HardwareSpec hw = load_gpu(gpu);
-    const KernelEfficiency law{.fixed = Seconds{5e-6}, .per_sequence = Seconds{1e-6}, .eta_compute = 0.5, .eta_compute_fp8 = std::nullopt,
+    KernelEfficiency law{.fixed = Seconds{5e-6}, .per_sequence = Seconds{1e-6}, .eta_compute = 0.5, .eta_compute_fp8 = std::nullopt,
                                .eta_compute_fp8_tensor = std::nullopt, .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt,
                                .eta_memory = 0.8, .memory_reach = 1, .split_kv = *latent_decode_splits_keys(hw), .rows = 0};
+    if (!law.split_kv) law.resident_ctas = kUnsplitLatentCtasPerSm, law.solo_share = 1 / kUnsplitLatentCtasPerSm;
     std::string table = "kernel,batch,kv_len,heads,latency_us\n";
     for (int b : {1, 4, 16, 64, 256})
       for (int keys : {256, 2048, 16384})

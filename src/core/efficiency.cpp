@@ -86,8 +86,11 @@ std::string EfficiencyProfile::describe() const {
   for (int i = 0; i < kKernelFamilyCount; ++i)
     if (!deepgemm_from[static_cast<std::size_t>(i)].empty())
       s += "; " + std::string(to_string(static_cast<KernelFamily>(i))) + "'s DeepGEMM η_c from the " + deepgemm_from[static_cast<std::size_t>(i)] + " profile";
-  if (latent_kernel_of_gpu)
-    s += std::string("; absorbed_decode with this GPU's kernel, which ") + (kernels[static_cast<std::size_t>(KernelFamily::absorbed_decode)]->split_kv ? "splits" : "does not split") + " keys";
+  if (latent_kernel_of_gpu) {
+    const KernelEfficiency& k = *kernels[static_cast<std::size_t>(KernelFamily::absorbed_decode)];
+    s += std::string("; absorbed_decode with this GPU's kernel, which ") + (k.split_kv ? "splits keys" : "does not split keys");
+    if (!k.split_kv && k.shares_sms()) s += ", " + std::to_string(static_cast<int>(k.resident_ctas)) + " blocks to an SM";
+  }
   return s;
 }
 
@@ -119,6 +122,10 @@ bool take_gpu_latent_kernel(const HardwareSpec& hw, KernelEfficiency& k) {
   const std::optional<bool> splits = latent_decode_splits_keys(hw);
   if (!splits || k.split_kv == *splits) return false;
   k.split_kv = *splits;
+  // The unsplit kernel's blocks share SMs however the profile's split kernels ran: where the family
+  // was fitted without a launch that shows it, it takes the kernel's residency from its launch
+  // resources, and a lone block no more than its share of the SM (the kernel latency-bound).
+  if (!k.split_kv && !k.shares_sms()) k.resident_ctas = kUnsplitLatentCtasPerSm, k.solo_share = 1 / kUnsplitLatentCtasPerSm;
   return true;
 }
 

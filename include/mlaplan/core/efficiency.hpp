@@ -263,8 +263,23 @@ std::optional<bool> latent_decode_splits_keys(const HardwareSpec& hw);
 // bf16 ones on 98% of 1,448 pairs, up to 131,072 keys, where an fp8 read would take half the time, so
 // they are timed reading bf16. nullopt where TensorRT-LLM does not run (AMD).
 std::optional<bool> latent_decode_reads_fp8_cache(const HardwareSpec& hw);
+// The thread blocks of fmha_v2's tiled latent decode kernel (bf16, 576/512, the unsplit launch of
+// sm80 and sm89) that one SM holds at once: each block is four warps (setup.py
+// enumerate_hmma_flash_kernels_base, 576: STEP_Q 64 and STEP_KV 64, warps_m 4, warps_n 1, at
+// NVIDIA/TensorRT-LLM@03dd9bb8) of 128 threads; compiled for sm_80 with the fmha_v2 Makefile's flags
+// (no maxrregcount, no __launch_bounds__) it takes 255 registers a thread, so 128 x 256 = 32,768 of
+// the SM's 65,536 (sm80 and sm89): two blocks. Shared memory (48 KiB a block: Q, K and V tiles of 16
+// KiB, two buffers each) would allow three on the A100 and two on sm89. A helper compiled FlashInfer's
+// copy of the source (flashinfer/jit/attention/fmha_v2/generator_utils.py@fb28d724); the cubin
+// TensorRT-LLM ships was built by NVIDIA and its register count is not published.
+inline constexpr double kUnsplitLatentCtasPerSm = 2;
+
 // A latent decode family fitted on other GPUs, as it times `hw`'s launches: with the kernel `hw` runs
-// (latent_decode_splits_keys) where that is known. Whether that changed it.
+// (latent_decode_splits_keys) where that is known. Whether that changed it. A family fitted on split
+// kernels that takes the unsplit one gets its blocks' residency (kUnsplitLatentCtasPerSm) and a lone
+// block at 1/kUnsplitLatentCtasPerSm of its SM, the lower end of solo_share: four warps alone leave
+// each of the SM's four schedulers one warp, which waits on every load (A100's own fit, resident 2,
+// finds 0.7).
 bool take_gpu_latent_kernel(const HardwareSpec& hw, KernelEfficiency& k);
 // The latent attention families, whose kernels may or may not split keys (split_kv).
 bool is_latent_attention(KernelFamily f);
