@@ -159,6 +159,12 @@ TEST_CASE("Worked example: residual norms and the gated activation's bytes, Llam
     REQUIRE(e);
     const double per_layer = 2 * t * 4096 * 8 + t * 11008 * 6;
     CHECK(e->bytes.value == Approx(32 * per_layer + t * 4096 * 8));
+    // Ungated, the activation reads the up projection alone: one read and one write.
+    ModelSpec ungated = test::model("llama-2-7b-hf");
+    ungated.gated_mlp = false;
+    const StepRow* u = row(gqa_step(ungated, h100, Phase::decode, decode8, KvDtype::bf16, 0, 0, false), StepComponent::elementwise);
+    REQUIRE(u);
+    CHECK(u->bytes.value == Approx(32 * (2 * t * 4096 * 8 + t * 11008 * 4) + t * 4096 * 8));
   }
   {
     // Gemma-2-9B: 42 layers, hidden 3584, intermediate 14336; its post-attention and post-feedforward

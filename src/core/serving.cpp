@@ -442,7 +442,8 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     const double up = (m.gated_mlp ? 2 : 1) * inter;
     if (quant) add_quant(c, L, rows * h, micro);
     L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_gate_up, rows, h, up, c.mlp_wb, c.act_b, c.mlp_weights), micro});
-    L.ops.push_back({StepComponent::elementwise, swiglu(rows * inter, c.act_b), micro});
+    // An ungated MLP's activation reads the up projection alone.
+    L.ops.push_back({StepComponent::elementwise, m.gated_mlp ? swiglu(rows * inter, c.act_b) : elementwise(OpId::swiglu, rows * inter, c.act_b), micro});
     if (quant) add_quant(c, L, rows * inter, micro);
     L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_down, rows, inter, h, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     if (over_dp)
