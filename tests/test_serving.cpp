@@ -162,7 +162,8 @@ TEST_CASE("Worked example: residual norms and the gated activation's bytes, Llam
     // Ungated, the activation reads the up projection alone: one read and one write.
     ModelSpec ungated = test::model("llama-2-7b-hf");
     ungated.gated_mlp = false;
-    const StepRow* u = row(gqa_step(ungated, h100, Phase::decode, decode8, KvDtype::bf16, 0, 0, false), StepComponent::elementwise);
+    const StepResult ru = gqa_step(ungated, h100, Phase::decode, decode8, KvDtype::bf16, 0, 0, false);
+    const StepRow* u = row(ru, StepComponent::elementwise);
     REQUIRE(u);
     CHECK(u->bytes.value == Approx(32 * (2 * t * 4096 * 8 + t * 11008 * 4) + t * 4096 * 8));
   }
@@ -176,6 +177,21 @@ TEST_CASE("Worked example: residual norms and the gated activation's bytes, Llam
     CHECK(e->bytes.value == Approx(42 * per_layer + t * 3584 * 8));
     CHECK(has_op(*e, OpId::rms_norm));
     CHECK(has_op(*e, OpId::swiglu));
+  }
+  {
+    // Qwen3-8B's per-head norms of the queries and keys: 36 layers of 32 query and 8 key heads of 128,
+    // a plain norm each (one read and one write of 2 B a value) beside what a model without them runs.
+    const ModelSpec q = test::model("qwen3-8b");
+    REQUIRE(q.qk_norm);
+    ModelSpec plain = q;
+    plain.qk_norm = false;
+    const StepResult rq = gqa_step(q, h100, Phase::decode, decode8, KvDtype::bf16, 0, 0, false);
+    const StepResult rp = gqa_step(plain, h100, Phase::decode, decode8, KvDtype::bf16, 0, 0, false);
+    const StepRow* with = row(rq, StepComponent::elementwise);
+    const StepRow* without = row(rp, StepComponent::elementwise);
+    REQUIRE(with);
+    REQUIRE(without);
+    CHECK(with->bytes.value - without->bytes.value == Approx(36 * (t * 32 * 128 * 4 + t * 8 * 128 * 4)));
   }
 }
 
@@ -457,6 +473,35 @@ TEST_CASE("Worked example: TP all-reduce and EP all-to-all bytes", "[serving]") 
   CHECK(row(pf, StepComponent::ep_dispatch)->time.value == Approx(58 * 1024 * 1 * hit * per_token / 50e9));
 }
 
+TEST_CASE("Worked example: the low-latency MoE path quantizes inside its kernels, the normal one in kernels of its own", "[serving]") {
+  // DeepSeek-V3 (fp8), decode, 8 x H200 at EP8 DP8: 8 tokens per rank, 64 token-expert pairs, 58 MoE
+  // layers. Normal mode quantizes the tokens before the dispatch (8 x 7,168 values) and the SwiGLU
+  // output before the down GEMM (64 x 2,048), and its SwiGLU writes bf16; low-latency mode writes the
+  // SwiGLU output in fp8 with its scales from the SwiGLU kernel itself. A quantized value: 2 B read,
+  // 1 B and 4/128 B of scale written.
+  const ModelSpec m = test::model("deepseek-v3");
+  const HardwareSpec hw = load_gpu("h200");
+  StepRequest req;
+  req.w.par = Parallelism{1, 8, 8};
+  req.weights = default_weight_plan(m);
+  req.w.groups = {SequenceGroup{64, 1, 4095}};
+  req.gpus_per_node = 8;
+  req.links = links_for(hw, StepOverheads{});
+  req.moe_imbalance = 1;
+  StepRequest ll = req, normal = req;
+  ll.ep_mode = EpMode::low_latency;
+  normal.ep_mode = EpMode::normal;
+  const Roofline rf = roofline_for(hw, DType::bf16, Efficiency{});
+  const StepResult r_ll = step_time(m, hw, rf, ll), r_normal = step_time(m, hw, rf, normal);
+  const StepRow* e_ll = row(r_ll, StepComponent::elementwise);
+  const StepRow* e_normal = row(r_normal, StepComponent::elementwise);
+  REQUIRE(e_ll);
+  REQUIRE(e_normal);
+  const double q8 = 2 + kBlockFp8ValueBytes;
+  const double per_layer = 8 * 7168 * q8 + 64 * 2048 * q8 + 64 * 2048 * (2 - kBlockFp8ValueBytes);
+  CHECK(e_normal->bytes.value - e_ll->bytes.value == Approx(58 * per_layer));
+}
+
 TEST_CASE("MTP: tokens per step 1 + accepted drafts, TPOT the step over them", "[serving]") {
   const ModelSpec m = test::model("deepseek-v3");
   const HardwareSpec hw = load_gpu("h800");
@@ -472,6 +517,9 @@ TEST_CASE("MTP: tokens per step 1 + accepted drafts, TPOT the step over them", "
   const StepRow* mtp = row(r, StepComponent::mtp);
   REQUIRE(mtp);
   CHECK(mtp->layers == 1);
+  // The module's own kernels: its norms (enorm, hnorm and the layer's) and the concatenation before
+  // eh_proj, reported under mtp with its layer.
+  for (OpId id : {OpId::mtp_concat, OpId::rms_norm, OpId::mtp_eh_proj}) CHECK(std::find(mtp->ops.begin(), mtp->ops.end(), id) != mtp->ops.end());
   // Two drafts: 1 + 0.8 + 0.64 tokens per step.
   req.mtp_draft = 2;
   req.w.groups = {SequenceGroup{32, 3, 4093}};

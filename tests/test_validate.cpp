@@ -1430,8 +1430,8 @@ TEST_CASE("Transfer: a left-out GPU's latent decode is timed with the kernel Ten
   for (const char* gpu : {"h100-sxm", "b200", "a100-80gb"}) {
     const HardwareSpec hw = load_gpu(gpu);
     KernelEfficiency law{.fixed = Seconds{5e-6}, .per_sequence = Seconds{1e-6}, .eta_compute = 0.5, .eta_compute_fp8 = std::nullopt,
-                               .eta_compute_fp8_tensor = std::nullopt, .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt,
-                               .eta_memory = 0.8, .memory_reach = 1, .split_kv = *latent_decode_splits_keys(hw), .rows = 0};
+                         .eta_compute_fp8_tensor = std::nullopt, .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt,
+                         .eta_memory = 0.8, .memory_reach = 1, .split_kv = *latent_decode_splits_keys(hw), .rows = 0};
     if (!law.split_kv) law.resident_ctas = kUnsplitLatentCtasPerSm, law.solo_share = 1 / kUnsplitLatentCtasPerSm;
     std::string table = "kernel,batch,kv_len,heads,latency_us\n";
     for (int b : {1, 4, 16, 64, 256})

@@ -78,6 +78,7 @@ std::string_view to_string(OpId id) {
     case OpId::moe_sum: return "moe_sum";
     case OpId::k_nope_copy: return "k_nope_copy";
     case OpId::rope_kv_append: return "rope_kv_append";
+    case OpId::mtp_concat: return "mtp_concat";
   }
   return "?";
 }
@@ -107,7 +108,8 @@ OpKind kind_of(OpId id) {
     case OpId::topk_gate:
     case OpId::moe_sum:
     case OpId::k_nope_copy:
-    case OpId::rope_kv_append: return OpKind::elementwise;
+    case OpId::rope_kv_append:
+    case OpId::mtp_concat: return OpKind::elementwise;
     case OpId::expert_gate_up:
     case OpId::expert_down: return OpKind::grouped_gemm;
     case OpId::indexer_scores: return OpKind::indexer;

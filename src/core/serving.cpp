@@ -417,6 +417,14 @@ void add_attention_layer(const Ctx& c, LayerParts& L, const PathResult& path, do
     return;
   }
   add_gqa_rope(c, L, path, tokens, micro);
+  if (c.m.qk_norm) {
+    // Qwen3's and Gemma-3's per-head RMSNorm of the queries and of the keys, a kernel each over
+    // [tokens · heads, head_dim] (SGLang's Qwen3Attention._apply_qk_norm, models/qwen3.py@eb118d88:125-145;
+    // a layout copy an engine makes first, where the heads are a strided view, is not counted).
+    const double d = static_cast<double>(c.m.head_dim);
+    L.ops.push_back({StepComponent::elementwise, elementwise(OpId::rms_norm, tokens * static_cast<double>(c.m.heads) / c.tp * d, c.act_b), micro});
+    L.ops.push_back({StepComponent::elementwise, elementwise(OpId::rms_norm, tokens * static_cast<double>(kv_heads_per_rank(c.m, c.req.w.par.tp)) * d, c.act_b), micro});
+  }
   if (c.attention_weights == WeightDtype::fp8) {
     add_quant(c, L, tokens * static_cast<double>(c.m.hidden), micro);
     add_quant(c, L, tokens * static_cast<double>(c.m.heads) / c.tp * static_cast<double>(c.m.head_dim), micro);
@@ -429,7 +437,8 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
   const double h = static_cast<double>(m.hidden);
   const bool quant = c.mlp_weights == WeightDtype::fp8;  // an fp8 quantization kernel before each GEMM
   // Two residual norms per layer (before attention and before the MLP); Gemma's extra two, after
-  // the attention and after the MLP, normalise without a residual.
+  // the attention and after the MLP, normalise without a residual. (The first layer's input norm has
+  // no residual yet, so a step counts one norm's residual read and write too many.)
   const double norms = static_cast<double>(m.norms_per_layer), residual_norms = std::min(2.0, norms);
   L.ops.push_back({StepComponent::elementwise, residual_norm(tokens * h, c.act_b), micro * residual_norms});
   if (norms > residual_norms) L.ops.push_back({StepComponent::elementwise, elementwise(OpId::rms_norm, tokens * h, c.act_b), micro * (norms - residual_norms)});
@@ -500,7 +509,11 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     if (quant && !ll) add_quant(c, L, send * h, micro);
     const std::size_t from = L.ops.size();
     L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_gate_up, pairs, touched, h, 2 * width, c.mlp_wb, c.act_b, c.mlp_weights), micro});
-    L.ops.push_back({StepComponent::elementwise, swiglu(pairs * width, c.act_b), micro});
+    Op act = swiglu(pairs * width, c.act_b);
+    // The low-latency path's SwiGLU writes fp8 and its scales itself (SGLang's forward_deepgemm_masked:
+    // silu_and_mul_masked_post_quant_fwd, layers/moe/ep_moe/layer.py@eb118d88:1660).
+    if (quant && ll) act.bytes_written = BytesF{pairs * width * kBlockFp8ValueBytes};
+    L.ops.push_back({StepComponent::elementwise, act, micro});
     if (quant && !ll) add_quant(c, L, pairs * width, micro);
     L.ops.push_back({StepComponent::routed_experts, grouped(OpId::expert_down, pairs, touched, width, h, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     const double dispatch_vb = is_fp8(c.mlp_weights) ? kBlockFp8ValueBytes : c.act_b;
@@ -725,6 +738,17 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
       for (SequenceGroup& g : wd.groups) g.query = 1;
     const CostStudy sd = cost_study(m, wd, rf, req.workspace_budget, policies);
     const BatchTotals td = batch_totals(wd);
+    // The module's own kernels before its decoder layer (SGLang's DeepseekModelNextN.forward,
+    // models/deepseek_nextn.py@eb118d88:99-120): RMSNorms of the tokens' embeddings (enorm) and of the
+    // main model's hidden states (hnorm), the two side by side (torch.cat), eh_proj; the layer's input
+    // norm takes no residual (residual None), and its final shared_head.norm does: with the layer's
+    // post-attention norm, the two residual norms add_mlp counts.
+    plan.mtp.ops.push_back({StepComponent::elementwise, elementwise(OpId::rms_norm, td.new_tokens * h, c.act_b), micro * 3});
+    Op concat;
+    concat.id = OpId::mtp_concat;
+    concat.bytes_read = BytesF{2 * td.new_tokens * h * c.act_b};
+    concat.bytes_written = concat.bytes_read;
+    plan.mtp.ops.push_back({StepComponent::elementwise, concat, micro});
     add_attention_layer(c, plan.mtp, chosen_path(sd, req.policy), td.new_tokens, layers, micro);
     plan.mtp.ops.push_back({StepComponent::mtp, gemm(OpId::mtp_eh_proj, td.new_tokens, 2 * h, h, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     add_mlp(c, plan.mtp, true, td.new_tokens, micro);

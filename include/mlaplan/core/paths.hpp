@@ -49,8 +49,9 @@ enum class OpId {
   moe_sum,     // shared experts' output plus the routed experts' combined output
   k_nope_copy,  // MLA's expanded keys: each head's K_nope copied from kv_b_proj's output into the 192-wide key buffer
   rope_kv_append,  // GQA: one kernel rotating the new tokens' Q and K and appending K and V to the cache
+  mtp_concat,      // the MTP module's normalised embedding and hidden state side by side, eh_proj's input
 };
-inline constexpr int kOpIdCount = static_cast<int>(OpId::rope_kv_append) + 1;
+inline constexpr int kOpIdCount = static_cast<int>(OpId::mtp_concat) + 1;
 std::string_view to_string(OpId id);
 // The kind of kernel an op runs as (the efficiency family it belongs to).
 OpKind kind_of(OpId id);
