@@ -165,25 +165,22 @@ Transfer all_to_all_transfer(StepComponent component, const AllToAll& a) {
   return t;
 }
 
-// An elementwise pass: reads and writes `values` activations.
-Op elementwise(OpId id, double values, double act_b) {
+// An elementwise pass over `values` activations: reads `reads` tensors of them and writes `writes`.
+Op elementwise(OpId id, double values, double act_b, double reads = 1, double writes = 1) {
   Op op;
   op.id = id;
   op.flops = Flops{values};
-  op.bytes_read = BytesF{values * act_b};
-  op.bytes_written = BytesF{values * act_b};
+  op.bytes_read = BytesF{reads * values * act_b};
+  op.bytes_written = BytesF{writes * values * act_b};
   return op;
 }
 
-// SwiGLU over a gate-up GEMM's output: reads the gate and up halves, [rows, 2·width], and writes
-// silu(gate)·up, [rows, width]; `values` = rows·width (SGLang's SiluAndMul.forward_cuda, sgl_kernel
-// silu_and_mul with d = x.shape[-1] // 2, python/sglang/srt/layers/activation.py@eb118d88:60-64; vLLM's
-// SiluAndMul, vllm/model_executor/layers/activation.py).
-Op swiglu(double values, double act_b) {
-  Op op = elementwise(OpId::swiglu, values, act_b);
-  op.bytes_read = BytesF{2 * values * act_b};
-  return op;
-}
+// The MLP's activation over its up GEMM's output, `values` = rows·width: gated (SwiGLU), it reads the
+// gate and up halves, [rows, 2·width], and writes silu(gate)·up, [rows, width] (SGLang's
+// SiluAndMul.forward_cuda, sgl_kernel silu_and_mul with d = x.shape[-1] // 2,
+// python/sglang/srt/layers/activation.py@eb118d88:60-64; vLLM's SiluAndMul,
+// vllm/model_executor/layers/activation.py); ungated, it reads the up projection alone.
+Op swiglu(double values, double act_b, bool gated = true) { return elementwise(OpId::swiglu, values, act_b, gated ? 2 : 1); }
 
 // A decoder layer's residual norm: one kernel adds the residual and normalises, reading the hidden
 // state and the residual and writing both back (SGLang's RMSNorm.forward_cuda with a residual,
@@ -191,12 +188,7 @@ Op swiglu(double values, double act_b) {
 // `hidden_states, residual = layernorm(hidden_states, residual)` by layers/communicator.py:205, :383
 // and the final `self.norm(hidden_states, residual)`, models/deepseek_v2.py:2060; vLLM's
 // fused_add_rms_norm, vllm/model_executor/layers/layernorm.py). `values` = tokens·hidden.
-Op residual_norm(double values, double act_b) {
-  Op op = elementwise(OpId::rms_norm, values, act_b);
-  op.bytes_read = BytesF{2 * values * act_b};
-  op.bytes_written = BytesF{2 * values * act_b};
-  return op;
-}
+Op residual_norm(double values, double act_b) { return elementwise(OpId::rms_norm, values, act_b, 2, 2); }
 
 // A linear layer on weights of dtype `d` (fp8 runs it at the fp8 peak).
 Op gemm(OpId id, double tokens, double in, double out, double weight_b, double act_b, WeightDtype d) {
@@ -451,8 +443,7 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
     const double up = (m.gated_mlp ? 2 : 1) * inter;
     if (quant) add_quant(c, L, rows * h, micro);
     L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_gate_up, rows, h, up, c.mlp_wb, c.act_b, c.mlp_weights), micro});
-    // An ungated MLP's activation reads the up projection alone.
-    L.ops.push_back({StepComponent::elementwise, m.gated_mlp ? swiglu(rows * inter, c.act_b) : elementwise(OpId::swiglu, rows * inter, c.act_b), micro});
+    L.ops.push_back({StepComponent::elementwise, swiglu(rows * inter, c.act_b, m.gated_mlp), micro});
     if (quant) add_quant(c, L, rows * inter, micro);
     L.ops.push_back({StepComponent::dense_mlp, gemm(OpId::dense_down, rows, inter, h, c.mlp_wb, c.act_b, c.mlp_weights), micro});
     if (over_dp)
