@@ -112,7 +112,8 @@ TEST_CASE("Worked example: DeepSeek-V3's small kernels around attention and the 
   const double sum = 3 * t * h * 2;                                   // shared + routed, in place
   const double routed_swiglu = t * 8 * 2048 * 6;                      // one GPU: every pair's SwiGLU
   const double routed_quant = t * h * q8 + t * 8 * 2048 * q8;         // the tokens once, every pair's SwiGLU output
-  const double expected = 3 * (norms + mla + dense) + 58 * (norms + mla + gate + shared + sum + routed_swiglu + routed_quant) + t * h * 8;
+  const double expected = 3 * (norms + mla + dense) + 58 * (norms + mla + gate + shared + sum + routed_swiglu + routed_quant) +
+                          t * h * 4;  // 2·61 + 1 norms: the first layer's input norm has no residual (2 passes of 2 B)
   const StepRow* other = row(r, StepComponent::elementwise);
   REQUIRE(other);
   CHECK(other->bytes.value == Approx(expected));
@@ -148,7 +149,8 @@ TEST_CASE("Worked example: residual norms and the gated activation's bytes, Llam
   // One H100, decode, 8 sequences, bf16 weights, no RoPE kernels of the engine's: the elementwise
   // component is the norms and the gated activation. A residual norm reads the hidden state and the
   // residual and writes both (4 passes of 2 B); the activation reads the gate and up halves and
-  // writes one (3 passes of 2 B per intermediate value); the final norm is a residual norm too.
+  // writes one (3 passes of 2 B per intermediate value). Of the step's 2·layers + 1 norms (Gemma:
+  // 4·layers + 1) the first layer's input norm alone takes no residual (2 passes of 2 B).
   const HardwareSpec h100 = load_gpu("h100");
   const SequenceGroup decode8{8, 1, 4095};
   const double t = 8;
@@ -158,14 +160,14 @@ TEST_CASE("Worked example: residual norms and the gated activation's bytes, Llam
     const StepRow* e = row(r, StepComponent::elementwise);
     REQUIRE(e);
     const double per_layer = 2 * t * 4096 * 8 + t * 11008 * 6;
-    CHECK(e->bytes.value == Approx(32 * per_layer + t * 4096 * 8));
+    CHECK(e->bytes.value == Approx(32 * per_layer + t * 4096 * 4));
     // Ungated, the activation reads the up projection alone: one read and one write.
     ModelSpec ungated = test::model("llama-2-7b-hf");
     ungated.gated_mlp = false;
     const StepResult ru = gqa_step(ungated, h100, Phase::decode, decode8, KvDtype::bf16, 0, 0, false);
     const StepRow* u = row(ru, StepComponent::elementwise);
     REQUIRE(u);
-    CHECK(u->bytes.value == Approx(32 * (2 * t * 4096 * 8 + t * 11008 * 4) + t * 4096 * 8));
+    CHECK(u->bytes.value == Approx(32 * (2 * t * 4096 * 8 + t * 11008 * 4) + t * 4096 * 4));
   }
   {
     // Gemma-2-9B: 42 layers, hidden 3584, intermediate 14336; its post-attention and post-feedforward
@@ -174,7 +176,7 @@ TEST_CASE("Worked example: residual norms and the gated activation's bytes, Llam
     const StepRow* e = row(r, StepComponent::elementwise);
     REQUIRE(e);
     const double per_layer = 2 * t * 3584 * 8 + 2 * t * 3584 * 4 + t * 14336 * 6;
-    CHECK(e->bytes.value == Approx(42 * per_layer + t * 3584 * 8));
+    CHECK(e->bytes.value == Approx(42 * per_layer + t * 3584 * 4));
     CHECK(has_op(*e, OpId::rms_norm));
     CHECK(has_op(*e, OpId::swiglu));
   }

@@ -429,8 +429,8 @@ void add_mlp(const Ctx& c, LayerParts& L, bool moe, double tokens, double micro)
   const double h = static_cast<double>(m.hidden);
   const bool quant = c.mlp_weights == WeightDtype::fp8;  // an fp8 quantization kernel before each GEMM
   // Two residual norms per layer (before attention and before the MLP); Gemma's extra two, after
-  // the attention and after the MLP, normalise without a residual. (The first layer's input norm has
-  // no residual yet, so a step counts one norm's residual read and write too many.)
+  // the attention and after the MLP, normalise without a residual. The first layer's input norm has
+  // no residual yet: the step's once-only norm stands for it (see step_time).
   const double norms = static_cast<double>(m.norms_per_layer), residual_norms = std::min(2.0, norms);
   L.ops.push_back({StepComponent::elementwise, residual_norm(tokens * h, c.act_b), micro * residual_norms});
   if (norms > residual_norms) L.ops.push_back({StepComponent::elementwise, elementwise(OpId::rms_norm, tokens * h, c.act_b), micro * (norms - residual_norms)});
@@ -709,7 +709,12 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   const double logits_tokens = req.phase == Phase::prefill ? full.sequences : full.new_tokens;
   const double vocab = static_cast<double>(m.vocab);
   plan.once.ops.push_back({StepComponent::embedding, elementwise(OpId::embedding, full.new_tokens * h, c.act_b)});
-  plan.once.ops.push_back({StepComponent::elementwise, residual_norm(full.new_tokens * h, c.act_b)});
+  // The step runs 2·layers + 1 decoder norms (Gemma: 4·layers + 1), of which one takes no residual:
+  // the first layer's input norm, whose residual is the embedding itself (SGLang
+  // layers/communicator.py@eb118d88:201-203, `if residual is None`), while the final norm adds the
+  // last MLP's output. Every layer is counted with its residual norms, so the one plain norm is
+  // counted here, for the first layer.
+  plan.once.ops.push_back({StepComponent::elementwise, elementwise(OpId::rms_norm, full.new_tokens * h, c.act_b)});
   plan.once.ops.push_back({StepComponent::lm_head, gemm(OpId::lm_head, logits_tokens, h, vocab / c.tp, c.dense_wb, c.act_b, WeightDtype::bf16)});
   Op sample = elementwise(OpId::sampling, logits_tokens * vocab, 4);
   sample.bytes_written = BytesF{logits_tokens * 8};
