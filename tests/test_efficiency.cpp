@@ -47,6 +47,13 @@ Op latent_attention(const ModelSpec& m, std::int64_t tp, std::vector<SequenceGro
   return *att;
 }
 
+// A roofline for `hw` under `p` as if its file (my-gpu.json) gave no SM clock.
+Roofline roofline_without_clock(HardwareSpec hw, const EfficiencyProfile& p) {
+  hw.sm_clock_hz = 0;
+  hw.source = "my-gpu.json";
+  return roofline_for(hw, DType::bf16, p);
+}
+
 std::string refusal(const json& j) {
   try {
     parse_efficiency_profile(j, "p.json");
@@ -341,10 +348,7 @@ TEST_CASE("A GQA decode block costs SM cycles: one fitted cost carries between G
   prof.name = "test";
   prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = k;
   prof.kernels[static_cast<std::size_t>(KernelFamily::gemm)] = k;
-  HardwareSpec no_clock = h100;
-  no_clock.sm_clock_hz = 0;
-  no_clock.source = "my-gpu.json";
-  const Roofline rf = roofline_for(no_clock, DType::bf16, prof);
+  const Roofline rf = roofline_without_clock(h100, prof);
   CHECK_FALSE(rf.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)].has_value());
   CHECK(rf.kernels[static_cast<std::size_t>(KernelFamily::gemm)].has_value());
   CHECK_THAT(rf.eta_source, Catch::Contains("attention_decode at speed of light: my-gpu.json gives no sm_boost_clock_mhz"));
@@ -1891,4 +1895,76 @@ TEST_CASE("A latent decode family fitted on split kernels takes the unsplit kern
   KernelEfficiency amd = split;
   CHECK_FALSE(take_gpu_latent_kernel(load_gpu("mi300x"), amd));
   CHECK(amd.resident_ctas == 1);
+}
+
+TEST_CASE("A family's fixed cost at the SM clock: one SM's time at 1 GHz carries between GPUs by clock", "[efficiency][example]") {
+  // TensorRT-LLM's W_UK fold: A100, B200 and H100 fit 5.2, 3.9 and 3.5 µs in seconds, 7.4, 7.7 and 7.0
+  // µs at 1 GHz. A fixed cost of 15 µs at 1 GHz is 15 / 1.98 = 7.5758 µs on H100 (1,980 MHz) and
+  // 15 / 1.41 = 10.6383 µs on A100 (1,410 MHz); the fp8-cache kernel's 12 µs likewise.
+  const HardwareSpec h100 = load_gpu("h100"), a100 = load_gpu("a100-80gb");
+  REQUIRE(h100.sm_clock_hz == 1.98e9);
+  REQUIRE(a100.sm_clock_hz == 1.41e9);
+  Op op;
+  op.id = OpId::q_absorb_w_uk;
+  op.bytes_read = BytesF{1e3};
+  KernelEfficiency k;
+  k.fixed = Seconds{15e-6};
+  k.fixed_fp8_cache = Seconds{12e-6};
+  k.per_sequence_fp8_cache = Seconds{0};
+  k.eta_compute = 0.5;
+  k.eta_memory = 0.8;
+  auto fixed_on = [&](const HardwareSpec& hw, const KernelEfficiency& e, const Op& o) {
+    return calibrated_time(o, e, *hw.peak_flops(DType::bf16), hw.memory_bandwidth, static_cast<double>(hw.sm_count), hw.sm_clock_hz, false, Bytes{0}).fixed.value;
+  };
+  // In seconds (the default): the same on every GPU.
+  CHECK(fixed_on(h100, k, op) == Approx(15e-6));
+  CHECK(fixed_on(a100, k, op) == Approx(15e-6));
+  CHECK(fixed_cost_scale(k, 1.98e9) == 1);
+  k.fixed_at_sm_clock = true;
+  CHECK(fixed_on(h100, k, op) == Approx(7.5758e-6).epsilon(1e-4));
+  CHECK(fixed_on(a100, k, op) == Approx(10.6383e-6).epsilon(1e-4));
+  CHECK(fixed_cost_scale(k, 1.98e9) == Approx(1 / 1.98));
+  CHECK(fixed_cost_scale(k, 0) == 0);
+  Op cached = op;
+  cached.fp8_cache = true;
+  CHECK(fixed_on(h100, k, cached) == Approx(12e-6 / 1.98));
+  // The planner's time and its explanation pay it through the clock.
+  EfficiencyProfile prof;
+  prof.name = "test";
+  prof.kernels[static_cast<std::size_t>(KernelFamily::bmm)] = k;
+  KernelEfficiency plain = k;
+  plain.fixed_at_sm_clock = false;
+  prof.kernels[static_cast<std::size_t>(KernelFamily::gemm)] = plain;
+  const Roofline rf = roofline_for(h100, DType::bf16, prof);
+  REQUIRE(family_of(op) == KernelFamily::bmm);
+  const OpTime t = op_time(op, rf);
+  CHECK(t.time.value == Approx(15e-6 / 1.98 + 1e3 / (3.35e12 * 0.8)));
+  const ExplainStep e = explain_op_time("time", op, rf, t);
+  CHECK_THAT(e.formula, Catch::Contains("t_fixed = 15 µs · 1 GHz / 1,980 MHz, the kernel's start and tail in SM time at 1 GHz"));
+  CHECK(e.number() == Approx(t.time.value).epsilon(1e-9));
+  // A GPU whose file gives no clock cannot time such a family: dropped, and said; the family in
+  // seconds stays.
+  const Roofline nr = roofline_without_clock(h100, prof);
+  CHECK_FALSE(nr.kernels[static_cast<std::size_t>(KernelFamily::bmm)].has_value());
+  CHECK(nr.kernels[static_cast<std::size_t>(KernelFamily::gemm)].has_value());
+  CHECK_THAT(nr.eta_source, Catch::Contains("bmm at speed of light: my-gpu.json gives no sm_boost_clock_mhz, and its fixed cost is SM time"));
+}
+
+TEST_CASE("efficiency profiles: a fixed cost at the SM clock, hostile and round-tripped", "[efficiency][hostile]") {
+  json j = minimal_profile();
+  for (const json& bad : {json("true"), json(1), json(nullptr)}) {
+    j["kernels"]["absorbed_decode"]["fixed_at_sm_clock"] = bad;
+    CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.fixed_at_sm_clock' = " + bad.dump() + ": expected true or false");
+  }
+  j["kernels"]["absorbed_decode"]["fixed_at_sm_clock"] = true;
+  const EfficiencyProfile p = parse_efficiency_profile(j, "p.json");
+  CHECK(p.kernel(KernelFamily::absorbed_decode)->fixed_at_sm_clock);
+  const json written = efficiency_profile_json(p);
+  CHECK(written["kernels"]["absorbed_decode"]["fixed_at_sm_clock"] == true);
+  const EfficiencyProfile q = parse_efficiency_profile(json::parse(written.dump()), "p.json");
+  CHECK(q.kernel(KernelFamily::absorbed_decode) == p.kernel(KernelFamily::absorbed_decode));
+  // Absent: seconds, and not written.
+  const EfficiencyProfile d = parse_efficiency_profile(minimal_profile(), "p.json");
+  CHECK_FALSE(d.kernel(KernelFamily::absorbed_decode)->fixed_at_sm_clock);
+  CHECK_FALSE(efficiency_profile_json(d)["kernels"]["absorbed_decode"].contains("fixed_at_sm_clock"));
 }

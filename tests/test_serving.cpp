@@ -618,10 +618,10 @@ TEST_CASE("SGLang's two-batch-overlap decode cost: added once per decode step th
   const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
   StepRequest req;
   apply_step_engine(req, load_step_engine("sglang", m));
-  // engines/sglang-0.5.4.json: 5 ms per decode step (InferSim's scheduler) and 6.583 ms more with
+  // engines/sglang-0.5.4.json: 5 ms per decode step (InferSim's scheduler) and 4.986 ms more with
   // overlap (fitted on the LMSYS blog's decode sweep), 30 ms per prefill step.
   CHECK(req.overheads.per_step_decode.value == Approx(5e-3));
-  CHECK(req.overheads.per_step_tbo_decode.value == Approx(6.583e-3));
+  CHECK(req.overheads.per_step_tbo_decode.value == Approx(4.986e-3));
   req.links = links_for(hw, req.overheads);
   req.w.par = Parallelism{1, 72, 72};
   req.weights = default_weight_plan(m);
@@ -633,7 +633,7 @@ TEST_CASE("SGLang's two-batch-overlap decode cost: added once per decode step th
       req.phase = phase;
       req.w.groups = {step_group(phase, 72 * per_rank, 2048, 0)};
       const StepResult r = step_time(m, hw, rf, req);
-      const double expected = phase == Phase::prefill ? 30e-3 : per_rank == 1 ? 5e-3 : 5e-3 + 6.583e-3;
+      const double expected = phase == Phase::prefill ? 30e-3 : per_rank == 1 ? 5e-3 : 5e-3 + 4.986e-3;
       CHECK(r.overhead.value == Approx(expected));
       const StepRow* oh = row(r, StepComponent::overhead);
       REQUIRE(oh);
@@ -1218,15 +1218,17 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: median of the totals within 6%, and 37 of the 39 within 20% (README,
-  // Validation). Past it: TensorRT-LLM v0.5's Llama-2-7B first token at 2,048 tokens (-24.8%), slower
+  // The published error: median of the totals within 6.1%, and 37 of the 39 within 20% (README,
+  // Validation). It was 5.2% until SGLang's overlap overhead was refitted to what its script gives
+  // (6.58 -> 4.99 ms): the eight in-sample rows it is fitted on moved from -4.4..+5.1% to -2.9..+9.2%,
+  // their mean |error| 3.3% either way, and some crossed the median of the 39. Past it: TensorRT-LLM v0.5's Llama-2-7B first token at 2,048 tokens (-24.8%), slower
   // than the fp8 GEMMs the H100 profile is fitted on (TensorRT-LLM 1.3's); SGLang's H100 prefill at 4K
   // with its real expert distribution (+20.4%), its dispatch and "other" bars short. Before the
   // residual norms and the gated activation read both their inputs, and the blog's DeepEP held its 24
   // SMs, 36 were within 20% (4K +23.4%, balanced +21.8%).
   std::sort(totals.begin(), totals.end());
   CHECK(totals.size() == 39);
-  CHECK(totals[totals.size() / 2] <= 0.06);
+  CHECK(totals[totals.size() / 2] <= 0.061);
   CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 37);
 }
 

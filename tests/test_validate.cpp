@@ -815,12 +815,14 @@ TEST_CASE("Against: the fit times a GEMM's input quantisation with the table's e
 TEST_CASE("Against: fold rows timed over weights the L2 keeps give back the L2 speed-up and DRAM's efficiency", "[validate]") {
   // W_UK folds on an H100 timed by the model itself with an L2 speed-up of 1.7: at 128 heads the
   // weights are 16.8 MB, within the 50 MB L2, until the batch's queries and outputs push the set past
-  // it. Fitted without the speed-up, η_m would take the L2 rows' pace and miss the DRAM ones.
+  // it. Fitted without the speed-up, η_m would take the L2 rows' pace and miss the DRAM ones. The
+  // folds' fixed cost is SM time (fixed_form_is_sm_clock): 6 µs at 1 GHz, 3.03 µs at H100's 1,980 MHz,
+  // and the fit gives back the 6.
   const HardwareSpec h100 = load_gpu("h100");
   const ModelSpec m = load_model("deepseek-v3");
-  const KernelEfficiency given{.fixed = Seconds{3e-6}, .per_sequence = Seconds{0}, .eta_compute = 0.8, .eta_compute_fp8 = std::nullopt,
+  const KernelEfficiency given{.fixed = Seconds{6e-6}, .per_sequence = Seconds{0}, .eta_compute = 0.8, .eta_compute_fp8 = std::nullopt,
                                .eta_compute_fp8_tensor = std::nullopt, .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt,
-                               .eta_memory = 0.75, .memory_reach = 4, .l2_speedup = 1.7, .rows = 0};
+                               .eta_memory = 0.75, .memory_reach = 4, .l2_speedup = 1.7, .fixed_at_sm_clock = true, .rows = 0};
   std::string table = "kernel,op,batch,heads,dtype,latency_us\n";
   int in_l2 = 0, beyond = 0;
   for (int b : {1, 4, 16, 64, 256, 1024, 4096, 8192})
@@ -846,6 +848,7 @@ TEST_CASE("Against: fold rows timed over weights the L2 keeps give back the L2 s
   CHECK(!refit.gemm.contains("l2_bytes_per_sm_cycle"));  // the folds' form: a multiple of DRAM's pace
   CHECK(refit.gemm["l2_speedup"].get<double>() == Approx(1.7).epsilon(0.1));
   CHECK(refit.gemm["eta_memory"].get<double>() == Approx(0.75).epsilon(0.1));
+  CHECK(refit.gemm["t_fixed_s"].get<double>() == Approx(6e-6).epsilon(0.15));
   CHECK(refit.held_out_median() < 0.02);  // held-out median error of the refit
 }
 
@@ -936,12 +939,12 @@ std::string gqa_decode_line(int batch, int len, int heads, int kv_heads, std::st
 TEST_CASE("Against: decode rows over an fp8 cache get their own fixed and per-block costs", "[validate]") {
   // GQA decode rows on an H100 timed by the model itself: over a bf16 cache 7 µs + 15 ns per block of
   // the grid, over an fp8 cache (another kernel: XQA's QGMMA) 5 µs + 5 ns; η_m 0.85 for both (the
-  // costs per block as stated, one SM's time at 1 GHz: 132 x 1.98 times those). The fit finds both
-  // pairs, and without the second pair no single one explains the rows.
+  // costs as stated, one SM's time at 1 GHz: 1.98 times the fixed ones, 132 x 1.98 times those per
+  // block). The fit finds both pairs, and without the second pair no single one explains the rows.
   const HardwareSpec h100 = load_gpu("h100");
-  const KernelEfficiency given{.fixed = Seconds{7e-6}, .per_sequence = Seconds{15e-9 * kH100SmGhz}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt,
-                               .eta_compute_fp8_tensor = std::nullopt, .fixed_fp8_cache = Seconds{5e-6}, .per_sequence_fp8_cache = Seconds{5e-9 * kH100SmGhz},
-                               .eta_memory = 0.85, .memory_reach = 1, .rows = 0};
+  const KernelEfficiency given{.fixed = Seconds{7e-6 * 1.98}, .per_sequence = Seconds{15e-9 * kH100SmGhz}, .eta_compute = 1, .eta_compute_fp8 = std::nullopt,
+                               .eta_compute_fp8_tensor = std::nullopt, .fixed_fp8_cache = Seconds{5e-6 * 1.98}, .per_sequence_fp8_cache = Seconds{5e-9 * kH100SmGhz},
+                               .eta_memory = 0.85, .memory_reach = 1, .fixed_at_sm_clock = true, .rows = 0};
   std::string table = "kernel,batch,kv_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us\n";
   for (const char* kv : {"bf16", "fp8"})
     for (int b : {1, 4, 16, 64, 256})
@@ -953,10 +956,10 @@ TEST_CASE("Against: decode rows over an fp8 cache get their own fixed and per-bl
         }
   const GemmRefit refit = refit_of("against-fp8-cache", table, h100, "attention_decode");
   const nlohmann::json& g = refit.gemm;
-  CHECK(g["t_fixed_s"].get<double>() == Approx(7e-6).epsilon(0.1));
+  CHECK(g["t_fixed_s"].get<double>() == Approx(7e-6 * 1.98).epsilon(0.1));
   CHECK(g["t_seq_s"].get<double>() == Approx(15e-9 * kH100SmGhz).epsilon(0.15));
   REQUIRE(g.contains("t_fixed_fp8_cache_s"));
-  CHECK(g["t_fixed_fp8_cache_s"].get<double>() == Approx(5e-6).epsilon(0.1));
+  CHECK(g["t_fixed_fp8_cache_s"].get<double>() == Approx(5e-6 * 1.98).epsilon(0.1));
   CHECK(g["t_seq_fp8_cache_s"].get<double>() == Approx(5e-9 * kH100SmGhz).epsilon(0.15));
   CHECK(g["eta_memory"].get<double>() == Approx(0.85).epsilon(0.05));
   CHECK(refit.held_out_median() < 0.02);  // held-out median error of the refit
@@ -965,12 +968,13 @@ TEST_CASE("Against: decode rows over an fp8 cache get their own fixed and per-bl
 TEST_CASE("Against: a Blackwell GPU's decode rows pay one pair of costs over either cache, per block in its SM cycles", "[validate]") {
   // On sm100 TensorRT-LLM's XQA dispatcher runs TRTLLM-GEN for every decode launch (gqa_decode_cost_pair):
   // B200's rows over a bf16 and an fp8 cache are one kernel's, and the fit gives one pair of costs,
-  // no second one; its cost per block comes back as one SM's time at 1 GHz, the unit a profile
-  // carries to other GPUs (B200: 148 SMs at 1,965 MHz). The same rows on an H100 get two pairs (above).
+  // no second one; its costs come back as one SM's time at 1 GHz, the unit a profile carries to
+  // other GPUs (B200: 148 SMs at 1,965 MHz). The same rows on an H100 get two pairs (above).
   const HardwareSpec b200 = load_gpu("b200");
   REQUIRE(gqa_decode_cost_pair(b200) == DecodeCostPair::every_launch);
   KernelEfficiency given;
-  given.fixed = Seconds{9e-6};
+  given.fixed = Seconds{17.7e-6};  // 17,700 cycles: 9.0 µs at 1,965 MHz
+  given.fixed_at_sm_clock = true;
   given.per_sequence = Seconds{3.3e-6};  // 3,300 cycles: 11.3 ns a block over B200's 290.8 SM-GHz
   given.eta_memory = 0.9;
   CHECK(given.per_sequence.value * block_cost_scale(gqa_decode_op(32, 8, 4, 512).tiling, 148, b200.sm_clock_hz) == Approx(3.3e-6 / (148 * 1.965)));
@@ -986,7 +990,7 @@ TEST_CASE("Against: a Blackwell GPU's decode rows pay one pair of costs over eit
   const nlohmann::json& g = refit.gemm;
   INFO(g.dump());
   CHECK_FALSE(g.contains("t_fixed_fp8_cache_s"));
-  CHECK(g["t_fixed_s"].get<double>() == Approx(9e-6).epsilon(0.1));
+  CHECK(g["t_fixed_s"].get<double>() == Approx(17.7e-6).epsilon(0.1));
   CHECK(g["t_seq_s"].get<double>() == Approx(3.3e-6).epsilon(0.15));
   CHECK(refit.held_out_median() < 0.02);
 }

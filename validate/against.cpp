@@ -141,6 +141,23 @@ L2Form l2_form(std::string_view kernel) {
   return L2Form::none;
 }
 
+// Which families' fixed costs are SM time at the SM clock (KernelEfficiency::fixed_at_sm_clock): the
+// form their in-table fits, each GPU's rows alone, agree on from GPU to GPU, as for the L2 term. Only
+// A100 (1.41 GHz) differs in clock from the others (1.965-1.98 GHz), so the tables decide where A100's
+// fit and the others' part by about its clock's ratio. Fitted in seconds (the profiles bundled at
+// b69cc19, before any family took SM time), the largest over the smallest of A100's, B200's and
+// H100's fixed costs, in seconds and at 1 GHz:
+// - TensorRT-LLM's GQA decode (attention_decode): 11.1, 9.0, 7.8 µs (1.43x); 15.7, 17.6, 15.4 (1.15x);
+// - its W_UK and W_UV folds (bmm): 5.2, 3.9, 3.5 µs (1.49x); 7.4, 7.7, 7.0 (1.11x);
+// - its GQA prompts (attention): 10.0, 10.4, 7.5 µs (1.38x); 14.1, 20.4, 14.9 (1.44x);
+// - its latent decode (absorbed_decode): 8.1, 6.3, 7.2 µs (1.29x); 11.4, 12.3, 14.3 (1.26x), a tie
+//   across three different kernels (fmha_v2, TRTLLM-GEN, FlashMLA);
+// - its MLA prompts (expanded_prefill): 6.0, 10.0, 11.1 µs (1.84x); 8.5, 19.7, 22.1 (2.59x).
+// SM time where it agrees clearly better (the spread at least a third narrower), else seconds. The
+// families A100 has no rows of (GEMMs, the elementwise pass, DeepSeek's kernels on H800) have no
+// evidence either way and stay in seconds.
+bool fixed_form_is_sm_clock(std::string_view kernel) { return kernel == kAttentionDecode || kernel == kBmm; }
+
 // The row's time under a family's parameters: the core's calibrated time (what `cost` predicts, but
 // for the L2 term: a table's repeated passes over one L2-sized tensor stream from the L2, a step's
 // ops from DRAM).
@@ -173,6 +190,7 @@ struct RowParts {
   bool overlap = false;    // sequences_overlap
   bool cta_overlap = false;  // cta_overlap: t_cta inside the max, with the compute term
   bool serial = false;     // serial_memory
+  double fixed_scale = 1;  // what t_fixed is multiplied by on the row's GPU (fixed_cost_scale)
   double compute = 0, memory = 0;  // the compute and memory terms
   double streaming = 0;    // their max (or sum)
   double other = 0;        // the row's time beyond the kernel
@@ -189,16 +207,17 @@ RowParts row_parts(const Row& r, const KernelEfficiency& with_costs) {
   const bool own = !launch_costs(k, r.op.fp8_cache).fp8_cache;
   return RowParts{.launches = t.launches, .sequences = t.sequences * t.sequence_scale, .cta_waves = t.cta_waves, .held = t.fixed.value, .held_blocks = t.blocks.value,
                   .own = own, .mmha = own && t.mmha, .overlap = k.sequences_overlap, .cta_overlap = k.cta_overlap, .serial = k.serial_memory,
-                  .compute = t.compute.value, .memory = t.memory.value, .streaming = t.streaming().value, .other = r.extra_s()};
+                  .fixed_scale = fixed_cost_scale(k, r.gpu->sm_clock_hz), .compute = t.compute.value, .memory = t.memory.value, .streaming = t.streaming().value, .other = r.extra_s()};
 }
 double parts_time(const RowParts& p, const KernelEfficiency& k) {
   const double t_seq = p.mmha && k.per_sequence_mmha ? k.per_sequence_mmha->value : k.per_sequence.value;
   const double ctas = p.launches * p.cta_waves * k.per_cta.value;
   double streaming = p.streaming, fixed_ctas = ctas;
   if (p.cta_overlap) streaming = streaming_time(p.compute, ctas, p.memory, p.serial), fixed_ctas = 0;
-  if (!p.overlap) return p.held + p.launches * (p.own ? k.fixed.value + p.sequences * t_seq : 0) + fixed_ctas + streaming + p.other;
+  const double t_fixed = k.fixed.value * p.fixed_scale;
+  if (!p.overlap) return p.held + p.launches * (p.own ? t_fixed + p.sequences * t_seq : 0) + fixed_ctas + streaming + p.other;
   const double blocks = p.own ? p.launches * p.sequences * t_seq : p.held_blocks;
-  return p.held + p.launches * (p.own ? k.fixed.value : 0) + fixed_ctas + std::max(streaming, blocks) + p.other;
+  return p.held + p.launches * (p.own ? t_fixed : 0) + fixed_ctas + std::max(streaming, blocks) + p.other;
 }
 
 // The highest fraction of its peak any bf16 (or fp8) row of `train` computed at under `k`: its compute
@@ -384,7 +403,8 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
                                                       .per_sequence_fp8_cache = seq_cache, .per_sequence_mmha = seq_mmha, .eta_compute_mmha = eta_mmha, .per_cta = cta, .k_step = k_step, .serial_memory = serial, .sequences_overlap = overlap, .cta_overlap = cta_overlap, .eta_memory = p[1],
                                                       .memory_reach = p[2], .l2_speedup = per_cycle ? 1 : p[3],
                                                       .l2_bytes_per_sm_cycle = per_cycle ? p[3] : 0, .split_kv = split,
-                                                      .resident_ctas = resident, .solo_share = solo, .rows = static_cast<std::int64_t>(train.size())}};
+                                                      .resident_ctas = resident, .solo_share = solo, .fixed_at_sm_clock = fixed_form_is_sm_clock(kernel),
+                                                      .rows = static_cast<std::int64_t>(train.size())}};
         };
         auto efficiencies = [&] { f = model(grid_fit({etas, etas, reaches, l2s, t0s, tseqs}, [&](const std::vector<double>& p) { return loss_of(model(p)); }, 2)); };
         efficiencies();
@@ -1043,7 +1063,7 @@ std::string split_text(const GpuKernelFit& f) {
 
 Table fit_table(const std::string& title, const std::vector<std::pair<std::string, GpuKernelFit>>& fits) {
   Table ft{.name = "fit", .title = title,
-           .columns = {{"fitted_on", "fitted on", Unit::text}, {"kernel", "kernel", Unit::text}, {"t_fixed_s", "fixed cost", Unit::seconds},
+           .columns = {{"fitted_on", "fitted on", Unit::text}, {"kernel", "kernel", Unit::text}, {"t_fixed_s", "fixed cost (attention_decode, bmm: one SM at 1 GHz)", Unit::seconds},
             {"t_seq_s", "per sequence or block (block: one SM at 1 GHz)", Unit::seconds}, {"t_fixed_fp8_cache_s", "fixed, fp8 cache or TMA decode", Unit::seconds},
             {"t_seq_fp8_cache_s", "per sequence or block, fp8 cache or TMA decode", Unit::seconds}, {"t_seq_mmha_s", "per block, MMHA (one SM at 1 GHz)", Unit::seconds},
             {"eta_compute", "η compute", Unit::fraction}, {"eta_compute_fp8", "η compute fp8", Unit::fraction},

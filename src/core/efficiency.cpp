@@ -327,6 +327,11 @@ double block_cost_scale(const Tiling& t, double sms, double sm_clock_hz) {
   return sms > 0 && sm_clock_hz > 0 ? kBlockCostClockHz / (sms * sm_clock_hz) : 0;
 }
 
+double fixed_cost_scale(const KernelEfficiency& k, double sm_clock_hz) {
+  if (!k.fixed_at_sm_clock) return 1;
+  return sm_clock_hz > 0 ? kBlockCostClockHz / sm_clock_hz : 0;
+}
+
 bool block_scaled_gemm(const Op& op, bool fp8) {
   const Tiling& t = op.tiling;
   return fp8 && op.fp8 && !op.fp8_per_tensor && t.gemm_m > 0 && t.gemm_n > 0 && t.gemm_k > 0;
@@ -430,11 +435,12 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   const double fixed_ctas = k.cta_overlap ? 0 : cta_cost;
   t.sequence_scale = block_cost_scale(tl, sms, sm_clock_hz);
   const double per_sequence = costs.per_sequence.value * t.sequence_scale;
+  const double fixed = costs.fixed.value * fixed_cost_scale(k, sm_clock_hz);
   if (k.sequences_overlap) {
-    t.fixed = Seconds{t.launches * (costs.fixed.value + fixed_ctas)};
+    t.fixed = Seconds{t.launches * (fixed + fixed_ctas)};
     t.blocks = Seconds{t.launches * t.sequences * per_sequence};
   } else {
-    t.fixed = Seconds{t.launches * (costs.fixed.value + t.sequences * per_sequence + fixed_ctas)};
+    t.fixed = Seconds{t.launches * (fixed + t.sequences * per_sequence + fixed_ctas)};
   }
   return t;
 }

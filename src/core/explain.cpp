@@ -511,6 +511,11 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const std::string block_scale = tl.decode_kernel ? cat(", t_seq = ", secs(costs.per_sequence.value), " · 1 GHz / (", num(rf.sms), " SMs · ",
                                                            num(rf.sm_clock_hz / 1e6), " MHz), one SM's time per block at 1 GHz over the GPU's SMs")
                                                      : std::string();
+    // A family whose fixed cost is SM time: one SM's time at 1 GHz, over the GPU's clock (fixed_cost_scale).
+    const double t_fixed = costs.fixed.value * fixed_cost_scale(k, rf.sm_clock_hz);
+    const std::string fixed_scale = k.fixed_at_sm_clock ? cat(", t_fixed = ", secs(costs.fixed.value), " · 1 GHz / ", num(rf.sm_clock_hz / 1e6),
+                                                              " MHz, the kernel's start and tail in SM time at 1 GHz")
+                                                        : std::string();
     if (overlap) {
       terms_f = cat("max(", terms_f, ", launches · sequences · t_seq)");
       terms_v = cat("max(", terms_v, ", ", num(counted.launches), " · ", num(sequences), " · ", secs(t_seq), ")");
@@ -535,8 +540,8 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                          : tl.decode_kernel ? (overlap ? ", XQA: t_seq per block of its launch, one per KV head and sequence and each split of its keys"
                                                        : ", XQA: t_seq per block, one per KV head and sequence")
                                             : partition,
-                         block_scale),
-                     cat(num(counted.launches), " · (", secs(costs.fixed.value), overlap ? std::string() : cat(" + ", num(sequences), " · ", secs(t_seq)),
+                         block_scale, fixed_scale),
+                     cat(num(counted.launches), " · (", secs(t_fixed), overlap ? std::string() : cat(" + ", num(sequences), " · ", secs(t_seq)),
                          cta_fixed ? cat(" + ", num(counted.cta_waves), " · ", secs(k.per_cta.value)) : std::string(), ") + ", terms_v, "; w = ",
                          resident ? cat(plain(w), " (", num(ctas), " blocks on ", num(rf.sms), " SMs, ", plain(k.resident_ctas), " at once each)")
                                   : cat(num(ctas), " / (⌈", num(ctas), " / ", num(rf.sms), "⌉ · ", num(rf.sms), ")"),

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace mlaplan {
 
 Roofline roofline_for(const HardwareSpec& hw, DType compute, const Efficiency& eta, Seconds launch) {
@@ -42,13 +44,19 @@ Roofline roofline_for(const HardwareSpec& hw, DType compute, const EfficiencyPro
   rf.sms = static_cast<double>(hw.sm_count);
   rf.sm_clock_hz = hw.sm_clock_hz;
   rf.eta_source = profile.describe();
-  // A GQA decode kernel's blocks cost SM time (block_cost_scale): without the GPU's SMs and clock the
+  // A GQA decode kernel's blocks cost SM time (block_cost_scale), and so does the fixed cost of a family
+  // fitted with it at the SM clock (fixed_cost_scale): without the GPU's SMs (blocks) or clock such a
   // family cannot be timed, and its ops take the speed of light instead, as said.
-  auto& decode = rf.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)];
-  if (decode && !(rf.sms > 0 && rf.sm_clock_hz > 0)) {
-    decode.reset();
-    rf.eta_source += "; attention_decode at speed of light: " + (hw.source.empty() ? hw.name : hw.source) + " gives no " +
-                     (rf.sms > 0 ? "sm_boost_clock_mhz" : "sm_count") + ", and its blocks' cost is SM time";
+  for (int i = 0; i < kKernelFamilyCount; ++i) {
+    auto& k = rf.kernels[static_cast<std::size_t>(i)];
+    if (!k) continue;
+    const bool blocks = i == static_cast<int>(KernelFamily::attention_decode);
+    const bool clock_missing = (blocks || k->fixed_at_sm_clock) && !(rf.sm_clock_hz > 0);
+    if (!clock_missing && !(blocks && !(rf.sms > 0))) continue;
+    k.reset();
+    rf.eta_source += fmt::format("; {} at speed of light: {} gives no {}, and its {} SM time", to_string(static_cast<KernelFamily>(i)),
+                                 hw.source.empty() ? hw.name : hw.source, blocks && !(rf.sms > 0) ? "sm_count" : "sm_boost_clock_mhz",
+                                 blocks ? "blocks' cost is" : "fixed cost is");
   }
   return rf;
 }

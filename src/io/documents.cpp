@@ -70,8 +70,10 @@ void add_efficiency_table(Document& doc, const Roofline& rf) {
   for (int i = 0; i < kKernelFamilyCount; ++i)
     if (const auto& k = rf.kernels[static_cast<std::size_t>(i)]) {
       const auto f = static_cast<KernelFamily>(i);
-      t.rows.push_back({std::string(to_string(f)), k->fixed.value, k->per_sequence.value,
-                        k->fixed_fp8_cache ? Value{k->fixed_fp8_cache->value} : Value{},
+      // The fixed costs this GPU pays (a family fitted at the SM clock: through its clock).
+      const double clock = fixed_cost_scale(*k, rf.sm_clock_hz);
+      t.rows.push_back({std::string(to_string(f)), k->fixed.value * clock, k->per_sequence.value,
+                        k->fixed_fp8_cache ? Value{k->fixed_fp8_cache->value * clock} : Value{},
                         k->per_sequence_fp8_cache ? Value{k->per_sequence_fp8_cache->value} : Value{},
                         k->per_sequence_mmha ? Value{k->per_sequence_mmha->value} : Value{}, k->eta_compute,
                         k->eta_compute_fp8 ? Value{*k->eta_compute_fp8} : Value{}, k->eta_compute_fp8_tensor ? Value{*k->eta_compute_fp8_tensor} : Value{},

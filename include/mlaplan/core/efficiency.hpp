@@ -19,7 +19,8 @@
 // min(1, r·reach/SMs) of a full wave's rate, w_m = CTAs / (⌊CTAs/SMs⌋·SMs + max(r, SMs/reach))
 // (1 for whole waves; reach 1 gives w). The parameters are dimensionless fractions and seconds: a profile fitted on one GPU
 // predicts another through that GPU's own peak, bandwidth and SM count (the transfer rule), and a GQA
-// decode kernel's cost per block through its SMs and clock too (block_cost_scale: one SM's time at 1 GHz).
+// decode kernel's cost per block through its SMs and clock too (block_cost_scale: one SM's time at 1 GHz),
+// and a family whose fixed cost is SM time its t_fixed through the clock (fixed_cost_scale).
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -200,6 +201,15 @@ struct KernelEfficiency {
   // show it or the family's kernel splits.
   double resident_ctas = 1;
   double solo_share = 1;
+  // Whether the fixed costs (fixed, fixed_fp8_cache) are one SM's time at 1 GHz (kBlockCostClockHz), so
+  // that a GPU pays fixed·1 GHz / its SM clock (fixed_cost_scale), rather than seconds on every GPU.
+  // A table timed under CUDA graphs (aiconfigurator's collectors) leaves no host launch in a kernel's
+  // fixed cost: what is left is the kernel's own start and tail on the SMs (its prologue, the last
+  // block's reduction and epilogue). Which families take it is the form their in-table fits agree on
+  // from GPU to GPU (mlaplan-validate, against.cpp's fixed_form), as for the L2 term: TensorRT-LLM's
+  // GQA decode kernels fit 11.1, 9.0 and 7.8 µs on A100, B200 and H100 (1.41, 1.965 and 1.98 GHz), or
+  // 15.7, 17.6 and 15.4 µs at 1 GHz; its W_UK and W_UV folds 5.2, 3.9 and 3.5 µs, or 7.4, 7.7 and 7.0.
+  bool fixed_at_sm_clock = false;
   // Whether the unsplit launch's blocks share SMs as fitted (either value off its default).
   bool shares_sms() const { return resident_ctas != 1 || solo_share != 1; }
   std::int64_t rows = 0;    // measurements it was fitted on
@@ -497,6 +507,10 @@ inline constexpr double kBlockCostClockHz = 1e9;
 // (0 where either is unknown). H100's fitted XQA block, 37.6 ns over its 132 SMs at 1,980 MHz, is
 // 9,830 cycles; A100's, 61.3 ns over 108 SMs at 1,410 MHz, 9,330.
 double block_cost_scale(const Tiling& t, double sms, double sm_clock_hz);
+// What a family's fixed costs are multiplied by on a GPU at `sm_clock_hz`: kBlockCostClockHz /
+// sm_clock_hz where they are SM time (KernelEfficiency::fixed_at_sm_clock), else 1. 0 where they are
+// SM time and the GPU gives no clock (the family cannot time it: roofline_for).
+double fixed_cost_scale(const KernelEfficiency& k, double sm_clock_hz);
 // Whether a launch computes on CUDA cores at the family's eta_compute_mmha (an MMHA launch of a family
 // that has one, on a GPU whose FP32 peak is known).
 bool computes_on_cuda_cores(const KernelEfficiency& k, bool mmha, FlopsPerSecond cuda_core_peak);
