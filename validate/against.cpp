@@ -190,7 +190,7 @@ struct RowParts {
   bool overlap = false;    // sequences_overlap
   bool cta_overlap = false;  // cta_overlap: t_cta inside the max, with the compute term
   bool serial = false;     // serial_memory
-  double fixed_scale = 1;  // what t_fixed is multiplied by on the row's GPU (fixed_cost_scale)
+  double fixed_scale = 1;  // what t_fixed is multiplied by on the row's GPU (CalibratedTime::fixed_scale)
   double compute = 0, memory = 0;  // the compute and memory terms
   double streaming = 0;    // their max (or sum)
   double other = 0;        // the row's time beyond the kernel
@@ -207,7 +207,7 @@ RowParts row_parts(const Row& r, const KernelEfficiency& with_costs) {
   const bool own = !launch_costs(k, r.op.fp8_cache).fp8_cache;
   return RowParts{.launches = t.launches, .sequences = t.sequences * t.sequence_scale, .cta_waves = t.cta_waves, .held = t.fixed.value, .held_blocks = t.blocks.value,
                   .own = own, .mmha = own && t.mmha, .overlap = k.sequences_overlap, .cta_overlap = k.cta_overlap, .serial = k.serial_memory,
-                  .fixed_scale = fixed_cost_scale(k, r.gpu->sm_clock_hz), .compute = t.compute.value, .memory = t.memory.value, .streaming = t.streaming().value, .other = r.extra_s()};
+                  .fixed_scale = t.fixed_scale, .compute = t.compute.value, .memory = t.memory.value, .streaming = t.streaming().value, .other = r.extra_s()};
 }
 double parts_time(const RowParts& p, const KernelEfficiency& k) {
   const double t_seq = p.mmha && k.per_sequence_mmha ? k.per_sequence_mmha->value : k.per_sequence.value;
@@ -1054,6 +1054,14 @@ Value stat_or_null(const ErrorStats& s, double ErrorStats::*field) { return s.n 
 
 // A latent decode fit's kernel: whether it splits keys, and for the unsplit launch the blocks an SM
 // runs at once and a lone block's share of it where fitted.
+// The fits table's fixed-cost column, naming the families whose fixed cost is SM time.
+std::string fixed_cost_header() {
+  std::string clocked;
+  for (const char* k : kKernels)
+    if (fixed_form_is_sm_clock(k)) clocked += (clocked.empty() ? "" : ", ") + std::string(k);
+  return clocked.empty() ? "fixed cost" : "fixed cost (" + clocked + ": one SM at 1 GHz)";
+}
+
 std::string split_text(const GpuKernelFit& f) {
   if (f.kernel != kDecode) return "-";
   if (f.eff.split_kv) return "yes";
@@ -1063,7 +1071,7 @@ std::string split_text(const GpuKernelFit& f) {
 
 Table fit_table(const std::string& title, const std::vector<std::pair<std::string, GpuKernelFit>>& fits) {
   Table ft{.name = "fit", .title = title,
-           .columns = {{"fitted_on", "fitted on", Unit::text}, {"kernel", "kernel", Unit::text}, {"t_fixed_s", "fixed cost (attention_decode, bmm: one SM at 1 GHz)", Unit::seconds},
+           .columns = {{"fitted_on", "fitted on", Unit::text}, {"kernel", "kernel", Unit::text}, {"t_fixed_s", fixed_cost_header(), Unit::seconds},
             {"t_seq_s", "per sequence or block (block: one SM at 1 GHz)", Unit::seconds}, {"t_fixed_fp8_cache_s", "fixed, fp8 cache or TMA decode", Unit::seconds},
             {"t_seq_fp8_cache_s", "per sequence or block, fp8 cache or TMA decode", Unit::seconds}, {"t_seq_mmha_s", "per block, MMHA (one SM at 1 GHz)", Unit::seconds},
             {"eta_compute", "η compute", Unit::fraction}, {"eta_compute_fp8", "η compute fp8", Unit::fraction},

@@ -435,7 +435,8 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   const double fixed_ctas = k.cta_overlap ? 0 : cta_cost;
   t.sequence_scale = block_cost_scale(tl, sms, sm_clock_hz);
   const double per_sequence = costs.per_sequence.value * t.sequence_scale;
-  const double fixed = costs.fixed.value * fixed_cost_scale(k, sm_clock_hz);
+  t.fixed_scale = fixed_cost_scale(k, sm_clock_hz);
+  const double fixed = costs.fixed.value * t.fixed_scale;
   if (k.sequences_overlap) {
     t.fixed = Seconds{t.launches * (fixed + fixed_ctas)};
     t.blocks = Seconds{t.launches * t.sequences * per_sequence};

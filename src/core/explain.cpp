@@ -512,7 +512,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                                                            num(rf.sm_clock_hz / 1e6), " MHz), one SM's time per block at 1 GHz over the GPU's SMs")
                                                      : std::string();
     // A family whose fixed cost is SM time: one SM's time at 1 GHz, over the GPU's clock (fixed_cost_scale).
-    const double t_fixed = costs.fixed.value * fixed_cost_scale(k, rf.sm_clock_hz);
+    const double t_fixed = costs.fixed.value * counted.fixed_scale;
     const std::string fixed_scale = k.fixed_at_sm_clock ? cat(", t_fixed = ", secs(costs.fixed.value), " · 1 GHz / ", num(rf.sm_clock_hz / 1e6),
                                                               " MHz, the kernel's start and tail in SM time at 1 GHz")
                                                         : std::string();

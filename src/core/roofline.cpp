@@ -51,12 +51,13 @@ Roofline roofline_for(const HardwareSpec& hw, DType compute, const EfficiencyPro
     auto& k = rf.kernels[static_cast<std::size_t>(i)];
     if (!k) continue;
     const bool blocks = i == static_cast<int>(KernelFamily::attention_decode);
-    const bool clock_missing = (blocks || k->fixed_at_sm_clock) && !(rf.sm_clock_hz > 0);
-    if (!clock_missing && !(blocks && !(rf.sms > 0))) continue;
+    const char* missing = blocks && !(rf.sms > 0)                                    ? "sm_count"
+                          : (blocks || k->fixed_at_sm_clock) && !(rf.sm_clock_hz > 0) ? "sm_boost_clock_mhz"
+                                                                                      : nullptr;
+    if (!missing) continue;
     k.reset();
     rf.eta_source += fmt::format("; {} at speed of light: {} gives no {}, and its {} SM time", to_string(static_cast<KernelFamily>(i)),
-                                 hw.source.empty() ? hw.name : hw.source, blocks && !(rf.sms > 0) ? "sm_count" : "sm_boost_clock_mhz",
-                                 blocks ? "blocks' cost is" : "fixed cost is");
+                                 hw.source.empty() ? hw.name : hw.source, missing, blocks ? "blocks' cost is" : "fixed cost is");
   }
   return rf;
 }

@@ -477,6 +477,7 @@ struct CalibratedTime {
   // (or blocks, or pieces) each pays t_seq for, and the CTAs the busiest SM runs in each, ⌈CTAs / SMs⌉.
   double launches = 1, sequences = 0, cta_waves = 0;
   double sequence_scale = 1;  // what each sequence's t_seq is multiplied by (block_cost_scale)
+  double fixed_scale = 1;     // what t_fixed is multiplied by (fixed_cost_scale)
   bool mmha = false;  // the launch runs TensorRT-LLM's MMHA decode kernel (launch_shape)
   // A block-scaled fp8 GEMM: its CTAs' reduction steps, ⌈K / 128⌉ (else 0), and their time at the
   // family's k_step over the GPU's clock, a bound on the compute term (0 where the family has none).
