@@ -45,8 +45,8 @@ import parquet2csv  # noqa: E402
 
 DATA = 'aic-core/src/aiconfigurator_core/systems/data'
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'validate', 'published')
-GPUS = {'h100-sxm': 'h100_sxm', 'b200': 'b200_sxm'}
-DEEPGEMM = {'b200'}  # GPUs whose block-fp8 Linear runs DeepGEMM (SM100)
+GPUS = {'h100-sxm': 'h100_sxm', 'b200': 'b200_sxm', 'gb200': 'gb200'}
+DEEPGEMM = {'b200', 'gb200'}  # GPUs whose block-fp8 Linear runs DeepGEMM (SM100)
 VERSION = '1.3.0rc20'
 MS = [2 ** i for i in range(15)]
 NK = [256, 512, 1024, 1536, 2048, 4096, 7168, 8192, 16384]

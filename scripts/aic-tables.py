@@ -22,6 +22,13 @@ read with `git show`). Writes, per GPU, the tables below in the format `mlaplan-
                           collector's pool held keys only (before its 1.3.0rc20 tables);
                           preprocess trtllm on every row (the op's RoPE + KV-append kernel)
 
+  absorbed-decode-trtllm.csv   generation_mla_perf: TensorRT-LLM's MLA generation step, one query
+                          token per sequence (kv_len = step + 1), bf16 or fp8 cache; GPUs whose
+                          tables are at 1.3.0rc20 (MLA_GPUS)
+  expanded-prefill-trtllm.csv  context_mla_perf: its MLA context attention over expanded Q/K/V,
+                          causal, `batch` prompts of seq_len tokens; preprocess trtllm on every row
+                          (the op's RoPE pass and, with fp8 context MLA, its Q/K/V quantisation)
+
 H20 and H200 are never transcribed: they are held out.
 """
 import csv
@@ -43,7 +50,11 @@ GPUS = {
     'a100-80gb': ('a100_sxm', '1.0.0', True),
     'h100-sxm': ('h100_sxm', '1.3.0rc20', False),
     'b200': ('b200_sxm', '1.3.0rc20', False),
+    'gb200': ('gb200', '1.3.0rc20', False),
 }
+# GPUs whose MLA tables this script writes: those at 1.3.0rc20, one row per shape in the source
+# (A100's 1.0.0 tables repeat shapes across TP sizes and were transcribed by hand before this script).
+MLA_GPUS = {'h100-sxm', 'b200', 'gb200'}
 
 
 def write(path, header, rows):
@@ -54,12 +65,30 @@ def write(path, header, rows):
     print(f'{path}: {len(rows)} rows')
 
 
+def write_mla(git_dir, commit, folder, system, version):
+    dtype = {'bfloat16': 'bf16', 'fp8': 'fp8'}
+    rows = parquet2csv.rows_at(git_dir, commit, f'{DATA}/{system}/mla/trtllm/{version}/generation_mla_perf.parquet')
+    if rows:
+        out = [['absorbed_decode', r['batch_size'], str(int(r['step']) + 1), r['num_heads'], '1', dtype[r['kv_cache_dtype']],
+                f"{float(r['latency']) * 1000:.4f}"] for r in rows]
+        write(os.path.join(ROOT, folder, 'absorbed-decode-trtllm.csv'), ['kernel', 'batch', 'kv_len', 'heads', 'query', 'kv_dtype', 'latency_us'], out)
+    rows = parquet2csv.rows_at(git_dir, commit, f'{DATA}/{system}/mla/trtllm/{version}/context_mla_perf.parquet')
+    if rows:
+        out = [['expanded_prefill', r['batch_size'], r['isl'], r['num_heads'], r['isl'], dtype[r['kv_cache_dtype']],
+                f"{float(r['latency']) * 1000:.4f}", 'trtllm'] for r in rows]
+        write(os.path.join(ROOT, folder, 'expanded-prefill-trtllm.csv'),
+              ['kernel', 'batch', 'seq_len', 'heads', 'query', 'kv_dtype', 'latency_us', 'preprocess'], out)
+
+
 def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
     git_dir = sys.argv[1]
     commit = sys.argv[2] if len(sys.argv) == 3 else 'HEAD'
     for folder, (system, version, k_only) in GPUS.items():
+        os.makedirs(os.path.join(ROOT, folder), exist_ok=True)
+        if folder in MLA_GPUS:
+            write_mla(git_dir, commit, folder, system, version)
         src = f'{DATA}/{system}/mla_bmm/trtllm/{version}/mla_bmm_perf.parquet'
         rows = parquet2csv.rows_at(git_dir, commit, src)
         if rows:

@@ -155,7 +155,10 @@ L2Form l2_form(std::string_view kernel) {
 // - its MLA prompts (expanded_prefill): 6.0, 10.0, 11.1 µs (1.84x); 8.5, 19.7, 22.1 (2.59x).
 // SM time where it agrees clearly better (the spread at least a third narrower), else seconds. The
 // families A100 has no rows of (GEMMs, the elementwise pass, DeepSeek's kernels on H800) have no
-// evidence either way and stay in seconds.
+// evidence either way and stay in seconds. GB200 (2.062 GHz, added later) is within 5% of B200's
+// clock, so it cannot tell the forms apart; its folds fit slower than its sibling's in either form
+// (10.4 µs at 1 GHz, 5.0 µs, against B200's 7.8 and 4.0 in the profiles of 2026-12-06), a kernel
+// difference, not a clock one.
 bool fixed_form_is_sm_clock(std::string_view kernel) { return kernel == kAttentionDecode || kernel == kBmm; }
 
 // The row's time under a family's parameters: the core's calibrated time (what `cost` predicts, but

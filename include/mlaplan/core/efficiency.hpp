@@ -60,7 +60,8 @@ KernelFamily family_of(const Op& op);
 // One family's fitted parameters.
 struct KernelEfficiency {
   Seconds fixed{0};         // per launch
-  // Per sequence the kernel walks; a GQA decode kernel: per block of its grid (launch_shape); latent
+  // Per sequence the kernel walks; a GQA decode kernel: per block of its grid (launch_shape; where
+  // the cost overlaps the streaming, per block beyond the launch's first wave, in whole waves); latent
   // attention: per sequence the busiest SM starts (latent_partition).
   Seconds per_sequence{0};
   double eta_compute = 1;   // of the dense peak, in a full wave
