@@ -55,6 +55,8 @@ GPUS = {
 # GPUs whose MLA tables this script writes: those at 1.3.0rc20, one row per shape in the source
 # (A100's 1.0.0 tables repeat shapes across TP sizes and were transcribed by hand before this script).
 MLA_GPUS = {'h100-sxm', 'b200', 'gb200'}
+# The tables' dtype names as the CSVs write them.
+DTYPE = {'bfloat16': 'bf16', 'fp8': 'fp8'}
 
 
 def write(path, header, rows):
@@ -66,15 +68,14 @@ def write(path, header, rows):
 
 
 def write_mla(git_dir, commit, folder, system, version):
-    dtype = {'bfloat16': 'bf16', 'fp8': 'fp8'}
     rows = parquet2csv.rows_at(git_dir, commit, f'{DATA}/{system}/mla/trtllm/{version}/generation_mla_perf.parquet')
     if rows:
-        out = [['absorbed_decode', r['batch_size'], str(int(r['step']) + 1), r['num_heads'], '1', dtype[r['kv_cache_dtype']],
+        out = [['absorbed_decode', r['batch_size'], str(int(r['step']) + 1), r['num_heads'], '1', DTYPE[r['kv_cache_dtype']],
                 f"{float(r['latency']) * 1000:.4f}"] for r in rows]
         write(os.path.join(ROOT, folder, 'absorbed-decode-trtllm.csv'), ['kernel', 'batch', 'kv_len', 'heads', 'query', 'kv_dtype', 'latency_us'], out)
     rows = parquet2csv.rows_at(git_dir, commit, f'{DATA}/{system}/mla/trtllm/{version}/context_mla_perf.parquet')
     if rows:
-        out = [['expanded_prefill', r['batch_size'], r['isl'], r['num_heads'], r['isl'], dtype[r['kv_cache_dtype']],
+        out = [['expanded_prefill', r['batch_size'], r['isl'], r['num_heads'], r['isl'], DTYPE[r['kv_cache_dtype']],
                 f"{float(r['latency']) * 1000:.4f}", 'trtllm'] for r in rows]
         write(os.path.join(ROOT, folder, 'expanded-prefill-trtllm.csv'),
               ['kernel', 'batch', 'seq_len', 'heads', 'query', 'kv_dtype', 'latency_us', 'preprocess'], out)
@@ -102,11 +103,10 @@ def main():
             out = [['elementwise', r['m'], r['k'], 'fp8', f"{float(r['latency']) * 1000:.4f}"] for r in rows if r['quant_dtype'] == 'fp8']
             write(os.path.join(ROOT, folder, 'elementwise-trtllm.csv'), ['kernel', 'm', 'k', 'dtype', 'latency_us'], out)
         out, seen = [], set()
-        dtype = {'bfloat16': 'bf16', 'fp8': 'fp8'}
         for phase in ('generation', 'context'):
             rows = parquet2csv.rows_at(git_dir, commit, f'{DATA}/{system}/attention/trtllm/{version}/{phase}_attention_perf.parquet') or []
             for r in rows:
-                kv, kernel = dtype.get(r['kv_cache_dtype']), dtype.get(r['attn_dtype'])
+                kv, kernel = DTYPE.get(r['kv_cache_dtype']), DTYPE.get(r['attn_dtype'])
                 if r['window_size'] != '0' or r['head_dim'] != '128' or r['num_heads'] not in ('8', '16', '32', '64'):
                     continue
                 if r['num_key_value_heads'] not in ('1', '2', '4', '8') or kv is None or kernel is None:

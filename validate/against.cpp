@@ -1055,8 +1055,6 @@ std::vector<double> errors(const std::vector<const Row*>& rows, double Row::*pre
 
 Value stat_or_null(const ErrorStats& s, double ErrorStats::*field) { return s.n > 0 ? Value{s.*field} : Value{}; }
 
-// A latent decode fit's kernel: whether it splits keys, and for the unsplit launch the blocks an SM
-// runs at once and a lone block's share of it where fitted.
 // The fits table's fixed-cost column, naming the families whose fixed cost is SM time.
 std::string fixed_cost_header() {
   std::string clocked;
@@ -1065,6 +1063,8 @@ std::string fixed_cost_header() {
   return clocked.empty() ? "fixed cost" : "fixed cost (" + clocked + ": one SM at 1 GHz)";
 }
 
+// A latent decode fit's kernel: whether it splits keys, and for the unsplit launch the blocks an SM
+// runs at once and a lone block's share of it where fitted.
 std::string split_text(const GpuKernelFit& f) {
   if (f.kernel != kDecode) return "-";
   if (f.eff.split_kv) return "yes";

@@ -426,14 +426,18 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   t.serial = k.serial_memory;
   t.launches = tl.kernel_launches();
   t.mmha = launch.mmha;
+  t.cta_waves = ctas > 0 && sms > 0 ? std::ceil(ctas / sms) : 0;
   // A GQA decode family whose block cost overlaps the streaming pays it per CTA of the launch (its
   // keys' splits included) beyond its first wave, in whole waves: the first wave's blocks run side by
   // side within the launch's fixed cost (H100's XQA over 2-16 keys: 8.4 µs for 8 blocks, 10.6 µs for
   // 128, then 4.8 µs more per wave of 132 to 83 µs for 2,048), so a launch of one wave or less pays
   // none; latent attention per sequence its busiest SM starts either way.
-  const double decode_blocks = sms > 0 ? (std::ceil(ctas / sms) - 1) * sms : ctas;
-  t.sequences = part ? part->pieces : k.sequences_overlap ? (tl.decode_kernel ? decode_blocks : ctas) : launch.sequences;
-  t.cta_waves = ctas > 0 && sms > 0 ? std::ceil(ctas / sms) : 0;
+  if (part)
+    t.sequences = part->pieces;
+  else if (!k.sequences_overlap)
+    t.sequences = launch.sequences;
+  else
+    t.sequences = tl.decode_kernel ? std::max(0.0, t.cta_waves - 1) * sms : ctas;
   const double cta_cost = t.cta_waves * k.per_cta.value;
   if (k.cta_overlap) t.ctas = Seconds{t.launches * cta_cost};
   const double fixed_ctas = k.cta_overlap ? 0 : cta_cost;
