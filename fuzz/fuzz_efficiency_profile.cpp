@@ -28,6 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (p.kernels[f] && (!again.kernels[f] || again.kernels[f]->memory_reach != p.kernels[f]->memory_reach || p.kernels[f]->memory_reach < 1 ||
                            again.kernels[f]->eta_compute_fp8_tensor != p.kernels[f]->eta_compute_fp8_tensor ||
                            again.kernels[f]->eta_compute_mmha != p.kernels[f]->eta_compute_mmha ||
+                           again.kernels[f]->block_query_rows != p.kernels[f]->block_query_rows ||
+                           again.kernels[f]->block_query_rows_fp8_cache != p.kernels[f]->block_query_rows_fp8_cache ||
+                           (p.kernels[f]->block_query_rows_fp8_cache && !p.kernels[f]->fixed_fp8_cache) ||
                            again.kernels[f]->resident_ctas != p.kernels[f]->resident_ctas || again.kernels[f]->solo_share != p.kernels[f]->solo_share ||
                            p.kernels[f]->solo_share < 1 / p.kernels[f]->resident_ctas ||
                            again.kernels[f]->fixed_fp8_cache.has_value() != p.kernels[f]->fixed_fp8_cache.has_value() ||

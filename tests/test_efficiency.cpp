@@ -316,6 +316,78 @@ TEST_CASE("MMHA's own cost per block, and a block cost that overlaps the streami
   CHECK(ot.blocks.value > 0);
 }
 
+TEST_CASE("A GQA decode block of more query rows than its cost covers costs more, in proportion", "[efficiency][example]") {
+  // 4 sequences x 2 KV heads = 8 XQA blocks (128 CTAs with the keys' splits), 32 query heads per KV
+  // head; MMHA's 64 blocks where XQA does not gain.
+  Tiling t = xqa_tiling(1);
+  t.decode_block_rows = 32;
+  Op op;
+  op.id = OpId::attention;
+  op.bytes_read = BytesF{3e6};  // 1 µs at 3 TB/s
+  op.tiling = t;
+  KernelEfficiency k;
+  k.fixed = Seconds{5e-6};
+  constexpr double sm_ghz = 132 * 1.98;  // H100's SMs at 1,980 MHz (block_cost_scale)
+  k.per_sequence = Seconds{40e-9 * sm_ghz};
+  k.per_sequence_mmha = Seconds{10e-9 * sm_ghz};
+  k.eta_memory = 1;
+  k.memory_reach = 2;
+  const auto at = [&](const Op& o) { return calibrated_time(o, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, 1.98e9, false, Bytes{0}); };
+  // None fitted: 40 ns a block whatever its rows, 5 µs + 8 x 40 ns + 1 µs.
+  CHECK(at(op).time().value == Approx(5e-6 + 8 * 40e-9 + 1e-6));
+  // A block's cost covers 8 rows: a block of 32 costs 4 x 40 ns, 5 µs + 8 x 160 ns + 1 µs = 7.28 µs.
+  k.block_query_rows = 8;
+  CHECK(block_rows_scale(8, op.tiling, false) == 4);
+  CHECK(at(op).sequence_scale == Approx(4 / sm_ghz));
+  CHECK(at(op).time().value == Approx(7.28e-6));
+  // A block of no more rows than its cost covers costs it: 8 or 4 rows alike.
+  for (const double rows : {8.0, 4.0}) {
+    Op narrow = op;
+    narrow.tiling.decode_block_rows = rows;
+    CHECK(at(narrow).time().value == Approx(5e-6 + 8 * 40e-9 + 1e-6));
+  }
+  // MMHA's blocks (one per query head) and prompt kernels are not scaled.
+  Op mmha = op;
+  mmha.tiling.xqa_gain_blocks = 8;
+  REQUIRE(launch_shape(mmha.tiling, 132).mmha);
+  CHECK(at(mmha).fixed.value == Approx(5e-6 + 64 * 10e-9));
+  CHECK(block_rows_scale(8, mmha.tiling, true) == 1);
+  Tiling prompt = t;
+  prompt.decode_kernel = false;
+  CHECK(block_rows_scale(8, prompt, false) == 1);
+  // Over an fp8 cache the pair's own rows where fitted (16: twice 4 ns), else the family's (8: 4x).
+  k.fixed_fp8_cache = Seconds{2e-6};
+  k.per_sequence_fp8_cache = Seconds{4e-9 * sm_ghz};
+  Op fp8 = op;
+  fp8.fp8_cache = true;
+  CHECK(launch_costs(k, true).block_rows == 8);
+  CHECK(at(fp8).fixed.value == Approx(2e-6 + 8 * 4 * 4e-9));
+  k.block_query_rows_fp8_cache = 16;
+  CHECK(launch_costs(k, true).block_rows == 16);
+  CHECK(launch_costs(k, false).block_rows == 8);
+  CHECK(at(fp8).fixed.value == Approx(2e-6 + 8 * 2 * 4e-9));
+  // The planner's rooflines: Hopper keeps both (QGMMA over an fp8 cache), Blackwell times every launch
+  // with the pair's (TRTLLM-GEN), its rows too, and Ampere has no pair.
+  EfficiencyProfile prof;
+  prof.name = "test";
+  prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = k;
+  const auto decode_of = [&](const char* gpu) { return *roofline_for(load_gpu(gpu), DType::bf16, prof).kernels[static_cast<std::size_t>(KernelFamily::attention_decode)]; };
+  CHECK(decode_of("h100").block_query_rows == 8);
+  CHECK(decode_of("h100").block_query_rows_fp8_cache == 16);
+  CHECK(decode_of("b200").block_query_rows == 16);
+  CHECK(decode_of("a100").block_query_rows == 8);
+  CHECK_FALSE(decode_of("a100").block_query_rows_fp8_cache.has_value());
+  // The planner's op time pays it too.
+  Roofline rf = roofline_for(load_gpu("h100"), DType::bf16, prof);
+  const OpTime ot = op_time(op, rf);
+  REQUIRE(ot.calibrated);
+  CHECK(ot.fixed.value == Approx(5e-6 + 8 * 4 * 40e-9));
+  // ... and its explanation says the scale and gives the same number.
+  const ExplainStep e = explain_op_time("attention", op, rf, ot);
+  CHECK(e.number() == Approx(ot.time.value));
+  CHECK(e.formula.find(" · 32 / 8 (its block's query rows over the rows a block's cost covers)") != std::string::npos);
+}
+
 TEST_CASE("A GQA decode block costs SM cycles: one fitted cost carries between GPUs by SMs and clock", "[efficiency][example]") {
   // 4 sequences x 2 KV heads over 2 keys: XQA's 8 blocks.
   Tiling t = xqa_tiling(1);
@@ -605,6 +677,8 @@ TEST_CASE("GQA decode's kernel by head group, on every bundled GQA/MHA model", "
         CHECK_FALSE(att.fp8_cache);
         CHECK(att.tiling.mmha_ctas == static_cast<double>(b * m.heads));
         CHECK(att.tiling.xqa_group == (group > 1 && group <= 32));
+        // A block holds the head group's query heads, one query token each: its rows.
+        CHECK(att.tiling.decode_block_rows == std::min(group, 128.0));
         const LaunchShape l = launch_shape(att.tiling, 132);
         CHECK(l.sequences == (l.mmha ? static_cast<double>(b * m.heads) : static_cast<double>(b * m.kv_heads)));
         if (group == 1 || group > 32) CHECK(l.mmha);
@@ -1961,6 +2035,41 @@ TEST_CASE("A family's fixed cost at the SM clock: one SM's time at 1 GHz carries
   CHECK_FALSE(nr.kernels[static_cast<std::size_t>(KernelFamily::bmm)].has_value());
   CHECK(nr.kernels[static_cast<std::size_t>(KernelFamily::gemm)].has_value());
   CHECK_THAT(nr.eta_source, Catch::Contains("bmm at speed of light: my-gpu.json gives no sm_boost_clock_mhz, and its fixed cost is SM time"));
+}
+
+TEST_CASE("efficiency profiles: a decode block's query rows, hostile and round-tripped", "[efficiency][hostile]") {
+  json j = minimal_profile();
+  // Another family than GQA decode: refused, either key.
+  for (const char* key : {"block_query_rows", "block_query_rows_fp8_cache"}) {
+    json other = j;
+    other["kernels"]["absorbed_decode"][key] = 8;
+    CHECK(refusal(other) == std::string("p.json: key 'kernels.absorbed_decode.") + key + "' = 8: only the attention_decode family has it (a decode block's query rows)");
+  }
+  j["kernels"]["attention_decode"] = {{"fixed_s", 1e-5}, {"per_sequence_s", 5e-8}, {"eta_compute", 0.5}, {"eta_memory", 0.8}, {"rows", 10}};
+  for (const json& bad : {json(0), json(-1), json(2000), json("8"), json(nullptr)}) {
+    j["kernels"]["attention_decode"]["block_query_rows"] = bad;
+    CHECK(refusal(j) == "p.json: key 'kernels.attention_decode.block_query_rows' = " + bad.dump() + ": expected a number in (0, 1024]");
+  }
+  j["kernels"]["attention_decode"]["block_query_rows"] = 12.5;
+  // The fp8-cache pair's rows need the pair.
+  j["kernels"]["attention_decode"]["block_query_rows_fp8_cache"] = 8;
+  CHECK(refusal(j) == "p.json: key 'kernels.attention_decode.block_query_rows_fp8_cache' = 8: needs fixed_fp8_cache_s and per_sequence_fp8_cache_s beside it (the fp8-cache kernel's costs)");
+  j["kernels"]["attention_decode"]["fixed_fp8_cache_s"] = 6e-6;
+  j["kernels"]["attention_decode"]["per_sequence_fp8_cache_s"] = 3e-8;
+  const EfficiencyProfile p = parse_efficiency_profile(j, "p.json");
+  const KernelEfficiency& k = *p.kernel(KernelFamily::attention_decode);
+  CHECK(k.block_query_rows == 12.5);
+  CHECK(k.block_query_rows_fp8_cache == 8);
+  const json written = efficiency_profile_json(p);
+  CHECK(written["kernels"]["attention_decode"]["block_query_rows"] == 12.5);
+  const EfficiencyProfile q = parse_efficiency_profile(json::parse(written.dump()), "p.json");
+  CHECK(q.kernel(KernelFamily::attention_decode) == p.kernel(KernelFamily::attention_decode));
+  // Absent: 0 (a block costs the same whatever its rows), and not written.
+  j["kernels"]["attention_decode"].erase("block_query_rows");
+  j["kernels"]["attention_decode"].erase("block_query_rows_fp8_cache");
+  const EfficiencyProfile d = parse_efficiency_profile(j, "p.json");
+  CHECK(d.kernel(KernelFamily::attention_decode)->block_query_rows == 0);
+  CHECK_FALSE(efficiency_profile_json(d)["kernels"]["attention_decode"].contains("block_query_rows"));
 }
 
 TEST_CASE("efficiency profiles: a fixed cost at the SM clock, hostile and round-tripped", "[efficiency][hostile]") {

@@ -995,6 +995,35 @@ TEST_CASE("Against: a Blackwell GPU's decode rows pay one pair of costs over eit
   CHECK(refit.held_out_median() < 0.02);
 }
 
+TEST_CASE("Against: decode rows whose blocks cost more at wider head groups give back the rows a block's cost covers", "[validate]") {
+  // B200's rows (TRTLLM-GEN, one pair of costs) timed by the model with a block's cost covering 8
+  // query rows: groups of 4 and 8 pay 3,300 cycles a block, 16 twice that, 32 four times. The fit
+  // finds the 8 rows and the costs; without them no single cost per block explains the rows.
+  const HardwareSpec b200 = load_gpu("b200");
+  KernelEfficiency given;
+  given.fixed = Seconds{17.7e-6};
+  given.fixed_at_sm_clock = true;
+  given.per_sequence = Seconds{3.3e-6};
+  given.eta_memory = 0.9;
+  given.block_query_rows = 8;
+  std::string table = "kernel,batch,kv_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us\n";
+  for (const char* kv : {"bf16", "fp8"})
+    for (int b : {1, 4, 16, 64, 256, 1024})
+      for (int len : {64, 512, 2048, 8192})
+        for (auto [heads, kv_heads] : {std::pair{32, 8}, std::pair{64, 8}, std::pair{64, 4}, std::pair{64, 2}}) {
+          const Op op = gqa_decode_op(heads, kv_heads, b, len, std::string(kv) == "fp8" ? KvDtype::fp8 : KvDtype::bf16);
+          REQUIRE(op.tiling.decode_block_rows == heads / kv_heads);
+          table += gqa_decode_line(b, len, heads, kv_heads, kv, timed_on(b200, op, given).time());
+        }
+  const GemmRefit refit = refit_of("against-block-rows", table, b200, "attention_decode");
+  const nlohmann::json& g = refit.gemm;
+  INFO(g.dump());
+  REQUIRE(g.contains("block_query_rows"));
+  CHECK(g["block_query_rows"].get<double>() == Approx(8).epsilon(0.15));
+  CHECK(g["t_seq_s"].get<double>() == Approx(3.3e-6).epsilon(0.15));
+  CHECK(refit.held_out_median() < 0.02);
+}
+
 TEST_CASE("Against: decode rows give back MMHA's own cost per block, and a block cost in the max", "[validate]") {
   // GQA decode rows on an H100 over a bf16 cache timed by the model itself: 7 µs per launch, 35 ns per
   // XQA block and 10 ns per MMHA block, the blocks' cost a term of the max with the streaming (η_m

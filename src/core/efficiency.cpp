@@ -174,9 +174,10 @@ bool pays_second_decode_pair(const HardwareSpec& hw, bool fp8_cache) {
 }
 
 LaunchCosts launch_costs(const KernelEfficiency& k, bool fp8_cache, bool mmha) {
-  if (fp8_cache && k.fixed_fp8_cache && k.per_sequence_fp8_cache) return {*k.fixed_fp8_cache, *k.per_sequence_fp8_cache, true, false};
-  if (mmha && k.per_sequence_mmha) return {k.fixed, *k.per_sequence_mmha, false, true};
-  return {k.fixed, k.per_sequence, false, false};
+  if (fp8_cache && k.fixed_fp8_cache && k.per_sequence_fp8_cache)
+    return {*k.fixed_fp8_cache, *k.per_sequence_fp8_cache, true, false, k.block_query_rows_fp8_cache.value_or(k.block_query_rows)};
+  if (mmha && k.per_sequence_mmha) return {k.fixed, *k.per_sequence_mmha, false, true, k.block_query_rows};
+  return {k.fixed, k.per_sequence, false, false, k.block_query_rows};
 }
 
 bool runs_unsplit(const KernelEfficiency& k, const Tiling& t) { return !k.split_kv && t.unsplit_ctas > 0; }
@@ -327,6 +328,11 @@ double block_cost_scale(const Tiling& t, double sms, double sm_clock_hz) {
   return sms > 0 && sm_clock_hz > 0 ? kBlockCostClockHz / (sms * sm_clock_hz) : 0;
 }
 
+double block_rows_scale(double block_rows, const Tiling& t, bool mmha) {
+  if (!t.decode_kernel || mmha || !(block_rows > 0)) return 1;
+  return std::max(1.0, t.decode_block_rows / block_rows);
+}
+
 double fixed_cost_scale(const KernelEfficiency& k, double sm_clock_hz) {
   if (!k.fixed_at_sm_clock) return 1;
   return sm_clock_hz > 0 ? kBlockCostClockHz / sm_clock_hz : 0;
@@ -441,7 +447,7 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   const double cta_cost = t.cta_waves * k.per_cta.value;
   if (k.cta_overlap) t.ctas = Seconds{t.launches * cta_cost};
   const double fixed_ctas = k.cta_overlap ? 0 : cta_cost;
-  t.sequence_scale = block_cost_scale(tl, sms, sm_clock_hz);
+  t.sequence_scale = block_cost_scale(tl, sms, sm_clock_hz) * block_rows_scale(costs.block_rows, tl, launch.mmha);
   const double per_sequence = costs.per_sequence.value * t.sequence_scale;
   t.fixed_scale = fixed_cost_scale(k, sm_clock_hz);
   const double fixed = costs.fixed.value * t.fixed_scale;

@@ -508,8 +508,12 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const bool overlap = k.sequences_overlap;
     // A GQA decode block's cost: one SM's time at 1 GHz, over the GPU's SMs and clock (block_cost_scale).
     const double t_seq = costs.per_sequence.value * counted.sequence_scale;
+    const double rows_scale = block_rows_scale(costs.block_rows, tl, launch.mmha);
+    const std::string rows_text = rows_scale > 1 ? cat(" · ", num(tl.decode_block_rows), " / ", plain(costs.block_rows),
+                                                       " (its block's query rows over the rows a block's cost covers)")
+                                                 : std::string();
     const std::string block_scale = tl.decode_kernel ? cat(", t_seq = ", secs(costs.per_sequence.value), " · 1 GHz / (", num(rf.sms), " SMs · ",
-                                                           num(rf.sm_clock_hz / 1e6), " MHz), one SM's time per block at 1 GHz over the GPU's SMs")
+                                                           num(rf.sm_clock_hz / 1e6), " MHz)", rows_text, ", one SM's time per block at 1 GHz over the GPU's SMs")
                                                      : std::string();
     // A family whose fixed cost is SM time: one SM's time at 1 GHz, over the GPU's clock (fixed_cost_scale).
     const double t_fixed = costs.fixed.value * counted.fixed_scale;

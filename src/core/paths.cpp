@@ -314,6 +314,7 @@ Tiling packed_gqa_tiling(const Workload& w, double kv_heads, double group, doubl
     t.longest_cta_flops = std::max(t.longest_cta_flops, std::min(rows, kFlashQueries) * keys * head_pair_flops);
     t.split_k = std::max(t.split_k, decode ? decode_blocks_per_sequence(keys) : std::ceil(keys / kSplitKeys));
     most_keys = std::max(most_keys, keys);
+    if (decode) t.decode_block_rows = std::max(t.decode_block_rows, std::min(rows, kFlashQueries));
     blocks += b * kv_heads;
     spec = spec || sg.query > 1;
   }

@@ -36,10 +36,11 @@ Roofline roofline_for(const HardwareSpec& hw, DType compute, const EfficiencyPro
     if (static_cast<KernelFamily>(f) == KernelFamily::attention_decode && gqa == DecodeCostPair::every_launch && paired) {
       k->fixed = *k->fixed_fp8_cache;
       k->per_sequence = *k->per_sequence_fp8_cache;
+      if (k->block_query_rows_fp8_cache) k->block_query_rows = *k->block_query_rows_fp8_cache;
       k->per_sequence_mmha.reset();
     }
     const bool runs = static_cast<KernelFamily>(f) == KernelFamily::absorbed_decode ? rf.latent_fp8 : gqa == DecodeCostPair::fp8_cache;
-    if (!runs) k->fixed_fp8_cache.reset(), k->per_sequence_fp8_cache.reset();
+    if (!runs) k->fixed_fp8_cache.reset(), k->per_sequence_fp8_cache.reset(), k->block_query_rows_fp8_cache.reset();
   }
   rf.sms = static_cast<double>(hw.sm_count);
   rf.sm_clock_hz = hw.sm_clock_hz;

@@ -211,6 +211,19 @@ struct KernelEfficiency {
   // GQA decode kernels fit 11.1, 9.0 and 7.8 µs on A100, B200 and H100 (1.41, 1.965 and 1.98 GHz), or
   // 15.7, 17.6 and 15.4 µs at 1 GHz; its W_UK and W_UV folds 5.2, 3.9 and 3.5 µs, or 7.4, 7.7 and 7.0.
   bool fixed_at_sm_clock = false;
+  // GQA decode only: the query rows a block's cost per block covers (Tiling::decode_block_rows), beyond
+  // which it grows in proportion, per_sequence·max(1, rows / block_query_rows): a block of a wider head
+  // group loads, rescales and stores more query heads. TensorRT-LLM's decode tables at 2,048 sequences of
+  // 2 keys, 8 to 64 query heads, the fixed cost taken off, per block of their grids: H100's XQA over a bf16 cache 35,
+  // 35, 36, 39 and 56 ns at 2, 4, 8, 16 and 32 query heads per KV head, its QGMMA over an fp8 cache 11,
+  // 11, 13, 22 and 43 ns; B200's TRTLLM-GEN over an fp8 cache 9, 9, 9, 13 and 24 ns. Not for MMHA's
+  // launches (a block per query head). Fitted on a family's rows; 0: a block costs the same whatever
+  // its rows (profiles fitted before it, families other than attention_decode).
+  double block_query_rows = 0;
+  // ... for the launches that take the fp8-cache pair of costs (fixed_fp8_cache, per_sequence_fp8_cache),
+  // where fitted apart: H100's QGMMA grows from about 8 rows, its XQA over a bf16 cache from about 20.
+  // Absent: block_query_rows.
+  std::optional<double> block_query_rows_fp8_cache{};
   // Whether the unsplit launch's blocks share SMs as fitted (either value off its default).
   bool shares_sms() const { return resident_ctas != 1 || solo_share != 1; }
   std::int64_t rows = 0;    // measurements it was fitted on
@@ -345,6 +358,7 @@ struct LaunchCosts {
   Seconds per_sequence{0};
   bool fp8_cache = false;  // the family's fp8-cache pair, not fixed and per_sequence
   bool mmha = false;       // per_sequence is the family's per_sequence_mmha
+  double block_rows = 0;   // the query rows a block's cost covers (block_query_rows, or its fp8-cache pair's)
 };
 // `mmha`: the launch runs TensorRT-LLM's MMHA decode kernel (launch_shape).
 LaunchCosts launch_costs(const KernelEfficiency& k, bool fp8_cache, bool mmha = false);
@@ -477,7 +491,7 @@ struct CalibratedTime {
   // What the fixed term counts (the fits solve its costs from these): the launches, the sequences
   // (or blocks, or pieces) each pays t_seq for, and the CTAs the busiest SM runs in each, ⌈CTAs / SMs⌉.
   double launches = 1, sequences = 0, cta_waves = 0;
-  double sequence_scale = 1;  // what each sequence's t_seq is multiplied by (block_cost_scale)
+  double sequence_scale = 1;  // what each sequence's t_seq is multiplied by (block_cost_scale, times block_rows_scale)
   double fixed_scale = 1;     // what t_fixed is multiplied by (fixed_cost_scale)
   bool mmha = false;  // the launch runs TensorRT-LLM's MMHA decode kernel (launch_shape)
   // A block-scaled fp8 GEMM: its CTAs' reduction steps, ⌈K / 128⌉ (else 0), and their time at the
@@ -509,6 +523,11 @@ inline constexpr double kBlockCostClockHz = 1e9;
 // (0 where either is unknown). H100's fitted XQA block, 37.6 ns over its 132 SMs at 1,980 MHz, is
 // 9,830 cycles; A100's, 61.3 ns over 108 SMs at 1,410 MHz, 9,330.
 double block_cost_scale(const Tiling& t, double sms, double sm_clock_hz);
+// What a GQA decode family's cost per block is multiplied by for the rows its blocks hold
+// (KernelEfficiency::block_query_rows, LaunchCosts::block_rows): max(1, Tiling::decode_block_rows /
+// block_rows) for a decode kernel's XQA or TMA launch where block_rows > 0, else 1 (MMHA's
+// launches: `mmha`).
+double block_rows_scale(double block_rows, const Tiling& t, bool mmha);
 // What a family's fixed costs are multiplied by on a GPU at `sm_clock_hz`: kBlockCostClockHz /
 // sm_clock_hz where they are SM time (KernelEfficiency::fixed_at_sm_clock), else 1. 0 where they are
 // SM time and the GPU gives no clock (the family cannot time it: roofline_for).

@@ -73,6 +73,10 @@ struct Tiling {
   // launch a decode kernel for it (XQA, FlashInfer's decode, flash-decoding), not the prefill one.
   bool decode_kernel = false;
   bool multi_query = false;  // a decode kernel's speculative step: more than one query token per sequence
+  // The query rows one block of a decode kernel holds, the most over the batch: its head group's query
+  // heads, times the query tokens of a speculative step (at most one tile's). What its cost per block
+  // grows with (KernelEfficiency::block_query_rows). 0: not a decode kernel.
+  double decode_block_rows = 0;
   // TensorRT-LLM's decode dispatch (launch_shape in efficiency.hpp): XQA for a head group of 2 to 32
   // query heads per KV head where its blocks (xqa_gain_blocks: KV heads x sequences x max(1, keys /
   // 128)) reach a quarter of the SMs or the cache is fp8 (xqa_fp8_cache), else the masked multi-head
