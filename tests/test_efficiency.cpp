@@ -128,6 +128,29 @@ Tiling xqa_tiling(double mmha_key_tiles) {
   return t;
 }
 
+// An attention op over xqa_tiling(1) (XQA's 8 blocks, MMHA's 64) streaming `bytes`.
+Op xqa_decode_op(double bytes) {
+  Op op;
+  op.id = OpId::attention;
+  op.bytes_read = BytesF{bytes};
+  op.tiling = xqa_tiling(1);
+  return op;
+}
+
+// A decode family: 5 µs fixed, per block one SM's 40 ns (XQA) or 10 ns (MMHA) at 1 GHz, carried over
+// H100's 132 SMs at 1,980 MHz (block_cost_scale); η_m 1, and 128 CTAs stream at the full wave's rate
+// (memory reach 2: w_m = 1).
+KernelEfficiency xqa_mmha_family() {
+  constexpr double sm_ghz = 132 * 1.98;
+  KernelEfficiency k;
+  k.fixed = Seconds{5e-6};
+  k.per_sequence = Seconds{40e-9 * sm_ghz};
+  k.per_sequence_mmha = Seconds{10e-9 * sm_ghz};
+  k.eta_memory = 1;
+  k.memory_reach = 2;
+  return k;
+}
+
 }  // namespace
 
 TEST_CASE("GQA decode runs TensorRT-LLM's dispatch: XQA's multi-block count, else MMHA", "[efficiency][example]") {
@@ -257,19 +280,9 @@ TEST_CASE("GQA decode runs TensorRT-LLM's dispatch: XQA's multi-block count, els
 TEST_CASE("MMHA's own cost per block, and a block cost that overlaps the streaming", "[efficiency][example]") {
   // 4 sequences x 2 KV heads = 8 XQA blocks, each sequence's keys split in 16: 128 CTAs on 132 SMs;
   // MMHA (16 query heads: 64 blocks) where XQA does not gain.
-  const Tiling t = xqa_tiling(1);
-  Op op;
-  op.id = OpId::attention;
-  op.bytes_read = BytesF{3e6};  // 1 µs at 3 TB/s and η_m 1
-  op.tiling = t;
-  KernelEfficiency k;
-  k.fixed = Seconds{5e-6};
-  // Per block: one SM's time at 1 GHz, over H100's 132 SMs at 1,980 MHz (block_cost_scale).
+  Op op = xqa_decode_op(3e6);  // 1 µs at 3 TB/s and η_m 1
+  KernelEfficiency k = xqa_mmha_family();
   constexpr double sm_ghz = 132 * 1.98;
-  k.per_sequence = Seconds{40e-9 * sm_ghz};
-  k.per_sequence_mmha = Seconds{10e-9 * sm_ghz};
-  k.eta_memory = 1;
-  k.memory_reach = 2;  // 128 CTAs stream at the full wave's rate (w_m = 1)
   const auto at = [&](const Op& o) { return calibrated_time(o, k, FlopsPerSecond{1000e12}, BytesPerSecond{3e12}, 132, 1.98e9, false, Bytes{0}); };
   // Added: XQA pays 5 µs + 8 x 40 ns + 1 µs; MMHA its own 10 ns per block: 5 µs + 64 x 10 ns + 1 µs.
   CHECK(at(op).time().value == Approx(5e-6 + 8 * 40e-9 + 1e-6));
@@ -386,6 +399,52 @@ TEST_CASE("A GQA decode block of more query rows than its cost covers costs more
   const ExplainStep e = explain_op_time("attention", op, rf, ot);
   CHECK(e.number() == Approx(ot.time.value));
   CHECK(e.formula.find(" · 32 / 8 (its block's query rows over the rows a block's cost covers)") != std::string::npos);
+}
+
+TEST_CASE("An engine without XQA (TensorRT-LLM 0.5) times a GQA decode launch as MMHA's", "[efficiency][example]") {
+  // 4 sequences x 2 KV heads: XQA's 8 blocks (its gain blocks reach a quarter of H100's 132 SMs), or
+  // MMHA's 64, one per query head and sequence (group 8). Per block 40 ns (XQA) and 10 ns (MMHA) of
+  // one SM at 1 GHz, carried to H100's 132 SMs at 1,980 MHz; 1 µs of streaming at η_m 1 for XQA's 128 CTAs.
+  const Op op = xqa_decode_op(3.35e6);  // 1 µs at H100's 3.35 TB/s
+  EfficiencyProfile prof;
+  prof.name = "test";
+  prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = xqa_mmha_family();
+  Roofline rf = roofline_for(load_gpu("h100"), DType::bf16, prof);
+  REQUIRE(rf.xqa);  // every engine but those that say otherwise
+  CHECK_FALSE(as_launched(op, rf).has_value());
+  const OpTime xqa = op_time(op, rf);
+  CHECK(xqa.time.value == Approx(5e-6 + 8 * 40e-9 + 1e-6));
+  // Without XQA: 5 µs + 64 x 10 ns, and MMHA's 64 CTAs, under half the SMs, stream at 64 / 66 of the
+  // full rate (reach 2: w_m = 64 / max(64, 132 / 2)): 1.03125 µs.
+  rf.xqa = false;
+  const std::optional<Op> launched = as_launched(op, rf);
+  REQUIRE(launched.has_value());
+  CHECK_FALSE(launched->tiling.xqa_group);
+  CHECK(launch_shape(launched->tiling, 132).mmha);
+  const OpTime mmha = op_time(op, rf);
+  CHECK(mmha.time.value == Approx(5e-6 + 64 * 10e-9 + 1.03125e-6));
+  // Over an fp8 cache XQA's QGMMA takes any batch, however few its blocks; 0.5 had MMHA alone.
+  Op fp8 = op;
+  fp8.fp8_cache = true;
+  fp8.tiling.xqa_fp8_cache = true;
+  fp8.tiling.xqa_gain_blocks = 8;
+  rf.xqa = true;
+  CHECK_FALSE(launch_shape(fp8.tiling, 132).mmha);
+  rf.xqa = false;
+  CHECK(op_time(fp8, rf).time.value == Approx(5e-6 + 64 * 10e-9 + 1.03125e-6));
+  // The explanation times the same launch.
+  const ExplainStep e = explain_op_time("attention", op, rf, mmha);
+  CHECK(e.number() == Approx(mmha.time.value));
+  CHECK(e.formula.find("MMHA (the engine has no XQA)") != std::string::npos);
+  // A speculative step's XQA kernels and a prompt are no XQA-or-MMHA choice: as they are.
+  Op spec = op;
+  spec.tiling.multi_query = true;
+  CHECK_FALSE(as_launched(spec, rf).has_value());
+  Op prompt = op;
+  prompt.tiling.decode_kernel = false;
+  CHECK_FALSE(as_launched(prompt, rf).has_value());
+  // The speed-of-light bound keeps the engine's kernels.
+  CHECK_FALSE(speed_of_light(rf).xqa);
 }
 
 TEST_CASE("A GQA decode block costs SM cycles: one fitted cost carries between GPUs by SMs and clock", "[efficiency][example]") {

@@ -371,6 +371,11 @@ TEST_CASE("Hostile engine profiles: one line naming the file and key and value",
   }
   CHECK(parse_error(profile_with("gqa_decode_kernel_fuses_rope", {{"value", 1}, {"source", "x"}})) ==
         "p.json: key 'parameters.gqa_decode_kernel_fuses_rope.value' = 1: expected true or false");
+  CHECK(parse_error(profile_with("gqa_decode_xqa", {{"value", 0}, {"source", "x"}})) ==
+        "p.json: key 'parameters.gqa_decode_xqa.value' = 0: expected true or false");
+  CHECK(parse_error(profile_with("gqa_decode_xqa", {{"value", false}})) ==
+        "p.json: key 'parameters.gqa_decode_xqa.source' = (absent): every engine number needs a source");
+  CHECK(parse_error(profile_with("gqa_decode_xqa", {{"value", false}, {"source", "x"}})) == "(accepted)");
   CHECK(parse_error(profile_with("loads_mtp", {{"value", 1}, {"source", "x"}})) ==
         "p.json: key 'parameters.loads_mtp.value' = 1: expected true or false");
   CHECK(parse_error(profile_with("non_torch_gib", {{"value", -1}, {"source", "x"}})) ==

@@ -284,6 +284,96 @@ TEST_CASE("Worked example: gpt-oss-20b's sliding-window layers run MMHA and fuse
   CHECK(all - without == Approx(24 * 20480.0));
 }
 
+TEST_CASE("TensorRT-LLM 0.5's profile: no XQA, so a GQA decode step runs MMHA, which rotates and appends itself", "[serving][engine]") {
+  const ModelSpec m = test::model("llama-2-70b-hf");
+  // 0.5.0 to the next profile (1.0.0) read it; 1.0.0 on has XQA (the key's default).
+  const StepEngine old = load_step_engine("trtllm@0.5.0", m);
+  CHECK_FALSE(old.overheads.gqa_decode_xqa);
+  CHECK(old.overheads.source.find("trtllm-0.5.0.json") != std::string::npos);
+  CHECK_FALSE(load_step_engine("trtllm@0.7.1", m).overheads.gqa_decode_xqa);
+  CHECK(load_step_engine("trtllm@1.0.0", m).overheads.gqa_decode_xqa);
+  CHECK(load_step_engine("trtllm", m).overheads.gqa_decode_xqa);
+  CHECK(load_step_engine("sglang", m).overheads.gqa_decode_xqa);
+  // Llama-2-70B at TP4 on H100 (16 query heads over 2 KV heads per rank), 64 sequences at 3,000 keys
+  // over a bf16 cache, under H100's calibrated profile: XQA's 128 blocks, or MMHA's 1,024 (its
+  // FLOPs on CUDA cores). 1.x runs the RoPE + KV-append kernel before XQA; MMHA does both itself.
+  const HardwareSpec hw = load_gpu("h100");
+  const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
+  auto decode = [&](const StepEngine& e) {
+    StepRequest req;
+    req.phase = Phase::decode;
+    req.w.par = Parallelism{4, 1, 1};
+    set_step_weights(req, m, WeightDtype::bf16);
+    req.w.groups = {SequenceGroup{64, 1, 2999}};
+    req.gpus_per_node = 8;
+    apply_step_engine(req, e);
+    req.links = links_for(hw, req.overheads);
+    return step_time(m, hw, rf, req);
+  };
+  const StepResult v05 = decode(old), v10 = decode(load_step_engine("trtllm@1.0.0", m));
+  CHECK(has_op(*row(v10, StepComponent::elementwise), OpId::rope_kv_append));
+  CHECK_FALSE(has_op(*row(v05, StepComponent::elementwise), OpId::rope_kv_append));
+  // The attention: each layer's op timed as MMHA's launch.
+  Roofline no_xqa = rf;
+  no_xqa.xqa = false;
+  const CostStudy st = cost_study(m, [&] {
+    Workload w;
+    w.par = Parallelism{4, 1, 1};
+    w.groups = {SequenceGroup{64, 1, 2999}};
+    w.projections = true;
+    return w;
+  }(), rf, std::nullopt, {});
+  double mmha = 0, xqa = 0;
+  REQUIRE(st.paths.size() == 1);  // a GQA model: the standard path alone
+  for (const OpRow& r : st.paths.front().ops) {
+    if (r.op.kind() != OpKind::attention) continue;
+    REQUIRE(r.op.tiling.decode_kernel);
+    CHECK_FALSE(launch_shape(r.op.tiling, 132).mmha);
+    REQUIRE(as_launched(r.op, no_xqa).has_value());
+    CHECK(launch_shape(as_launched(r.op, no_xqa)->tiling, 132).mmha);
+    mmha += op_time(r.op, no_xqa).time.value * static_cast<double>(r.layers);
+    xqa += op_time(r.op, rf).time.value * static_cast<double>(r.layers);
+  }
+  CHECK(row(v05, StepComponent::attention_core)->time.value == Approx(mmha).epsilon(1e-9));
+  CHECK(row(v10, StepComponent::attention_core)->time.value == Approx(xqa).epsilon(1e-9));
+  CHECK(mmha > 2 * xqa);
+}
+
+TEST_CASE("Every bundled model: an engine without XQA changes only a GQA decode step's attention and the kernels around it", "[serving][property]") {
+  const HardwareSpec hw = load_gpu("h100");
+  const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
+  for (const ModelSpec& m : test::all_models()) {
+    INFO(m.name);
+    for (Phase phase : {Phase::decode, Phase::prefill}) {
+      auto step = [&](bool xqa) {
+        StepRequest req;
+        req.phase = phase;
+        req.w.par = Parallelism{1, 1, 1};
+        req.weights = default_weight_plan(m);
+        req.w.groups = {phase == Phase::decode ? SequenceGroup{16, 1, 2047} : SequenceGroup{2, 512, 0}};
+        req.gpus_per_node = 8;
+        req.links = links_for(hw, StepOverheads{});
+        req.overheads.gqa_rope_kernels_decode = 1;
+        req.overheads.gqa_decode_kernel_fuses_rope = true;
+        req.overheads.gqa_decode_xqa = xqa;
+        return step_time(m, hw, rf, req);
+      };
+      const StepResult with = step(true), without = step(false);
+      for (int i = 0; i < kStepComponentCount; ++i) {
+        const auto c = static_cast<StepComponent>(i);
+        INFO(to_string(c));
+        const bool may_move = phase == Phase::decode && !m.is_mla() && (c == StepComponent::attention_core || c == StepComponent::elementwise);
+        const auto time_of = [c](const StepResult& r) {
+          const StepRow* x = row(r, c);
+          return x ? x->time.value : 0.0;
+        };
+        if (!may_move) CHECK(time_of(without) == Approx(time_of(with)).epsilon(1e-12));
+      }
+      if (m.is_mla() || phase == Phase::prefill) CHECK(without.step_time.value == Approx(with.step_time.value).epsilon(1e-12));
+    }
+  }
+}
+
 TEST_CASE("Every bundled GQA model: the RoPE kernels add their bytes once per layer, per rank, and never save time", "[serving][property]") {
   const HardwareSpec hw = load_gpu("h100");
   for (const ModelSpec& m : test::all_models()) {
@@ -1218,8 +1308,9 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: median of the totals within 6.1%, and 37 of the 39 within 20% (README,
-  // Validation). It was 5.2% until SGLang's overlap overhead was refitted to what its script gives
+  // The published error: median of the totals within 5.8%, and 42 of the 44 within 20% (README,
+  // Validation). TensorRT-LLM v0.5's five rows with a 2,048-token side joined with its own profile
+  // (MMHA decode): 39 totals, median 6.0%, before. It was 5.2% until SGLang's overlap overhead was refitted to what its script gives
   // (6.58 -> 4.99 ms): the eight in-sample rows it is fitted on moved from -4.4..+5.1% to -2.9..+9.2%,
   // their mean |error| 3.3% either way, and some crossed the median of the 39. Past it: TensorRT-LLM v0.5's Llama-2-7B first token at 2,048 tokens (-24.8%), slower
   // than the fp8 GEMMs the H100 profile is fitted on (TensorRT-LLM 1.3's); SGLang's H100 prefill at 4K
@@ -1227,9 +1318,9 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
   // residual norms and the gated activation read both their inputs, and the blog's DeepEP held its 24
   // SMs, 36 were within 20% (4K +23.4%, balanced +21.8%).
   std::sort(totals.begin(), totals.end());
-  CHECK(totals.size() == 39);
-  CHECK(totals[totals.size() / 2] <= 0.061);
-  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 37);
+  CHECK(totals.size() == 44);
+  CHECK(totals[totals.size() / 2] <= 0.058);
+  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 42);
 }
 
 TEST_CASE("Serving measurements: a decode profile's overlapped dispatch and combine parts are flagged as not like for like", "[serving][validate]") {

@@ -124,6 +124,8 @@ const std::vector<EngineParamSpec>& engine_param_specs() {
       {"deepgemm_blackwell", K::flag, true, true, true, "the same on Blackwell", true},
       {"gqa_decode_kernel_fuses_rope", K::flag, false, false, true,
        "no such decode kernel where TensorRT-LLM's decode kernel rotates and appends itself (MMHA; XQA's QGMMA over an fp8 cache on Hopper)", true},
+      {"gqa_decode_xqa", K::flag, false, false, true,
+       "GQA decode steps may run TensorRT-LLM's XQA kernels (false: every one runs MMHA, one block per query head, as before XQA; default true)", true},
   };
   return specs;
 }

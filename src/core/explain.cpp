@@ -418,12 +418,8 @@ std::string path_label(const PathResult& p) {
 }  // namespace
 
 ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roofline& rf, const OpTime& t) {
-  // As op_time: a block-scaled GEMM where the engine runs DeepGEMM is timed as DeepGEMM's.
-  if (takes_deepgemm(op, rf)) {
-    Op on_deepgemm = op;
-    on_deepgemm.deepgemm = true;
-    return explain_op_time(quantity, on_deepgemm, rf, t);
-  }
+  // As op_time: the op as the engine launches it (DeepGEMM; MMHA without XQA).
+  if (const std::optional<Op> launched = as_launched(op, rf)) return explain_op_time(quantity, *launched, rf, t);
   const bool fp8 = runs_at_fp8_peak(op, rf);
   const FlopsPerSecond peak = fp8 ? rf.peak_fp8 : rf.peak;
   if (t.calibrated) {
@@ -538,7 +534,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                          : eta_kind == ComputeEta::deepgemm   ? ", DeepGEMM's fp8 η_c"
                          : eta_kind == ComputeEta::fp8        ? ", fp8 η_c"
                                                               : "", costs.fp8_cache ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
-                         launch.mmha         ? cat(", MMHA (no XQA kernel for this head group, or too few blocks): t_seq", costs.mmha ? " (MMHA's own)" : "",
+                         launch.mmha         ? cat(", MMHA (", rf.xqa ? "no XQA kernel for this head group, or too few blocks" : "the engine has no XQA", "): t_seq", costs.mmha ? " (MMHA's own)" : "",
                                                    " per block, one per query head and sequence", overlap ? " and each split of its keys, beyond the first wave, in whole waves" : "",
                                                    cuda_cores ? ", its FLOPs on CUDA cores at the FP32 peak" : "")
                          : tl.decode_kernel ? (overlap ? ", XQA: t_seq per block of its launch (one per KV head and sequence and each split of its keys) beyond its first wave, in whole waves: (⌈CTAs / SMs⌉ − 1) · SMs"

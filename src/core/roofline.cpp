@@ -81,6 +81,7 @@ Roofline speed_of_light(const Roofline& rf) {
   s.fp8_compute = rf.fp8_compute;
   s.latent_fp8 = rf.latent_fp8;
   s.deepgemm = rf.deepgemm;
+  s.xqa = rf.xqa;
   return s;
 }
 
@@ -107,18 +108,22 @@ bool runs_at_fp8_peak(const Op& op, const Roofline& rf) {
 
 bool takes_fp8_efficiency(const Op& op, const Roofline& rf) { return runs_at_fp8_peak(op, rf) || rf.fp8_compute; }
 
-bool takes_deepgemm(const Op& op, const Roofline& rf) { return rf.deepgemm && !op.deepgemm && block_scaled_gemm(op, takes_fp8_efficiency(op, rf)); }
+std::optional<Op> as_launched(const Op& op, const Roofline& rf) {
+  const bool deepgemm = rf.deepgemm && !op.deepgemm && block_scaled_gemm(op, takes_fp8_efficiency(op, rf));
+  const bool mmha = !rf.xqa && op.tiling.decode_kernel && op.tiling.xqa_group && !op.tiling.multi_query;
+  if (!deepgemm && !mmha) return std::nullopt;
+  Op o = op;
+  o.deepgemm = o.deepgemm || deepgemm;
+  if (mmha) o.tiling.xqa_group = false;
+  return o;
+}
 
 OpTime op_time(const Op& op, const Roofline& rf) {
   // A step's ops are priced from DRAM (no L2 term): whether a pass finds its tensor still in the L2
   // after the kernel that wrote it is not modelled, and a time below the DRAM speed of light would be
   // no bound at all. The L2 pace is fitted (mlaplan-validate) only so that the tables' repeated
   // passes over one L2-sized tensor do not lift η_m above DRAM's.
-  if (takes_deepgemm(op, rf)) {
-    Op on_deepgemm = op;
-    on_deepgemm.deepgemm = true;
-    return op_time(on_deepgemm, rf);
-  }
+  if (const std::optional<Op> launched = as_launched(op, rf)) return op_time(*launched, rf);
   OpTime t;
   t.intensity = op.bytes().value > 0 ? op.flops / op.bytes() : 0;
   if (const auto fam = rf.fit_family(family_of(op))) {

@@ -383,7 +383,8 @@ void add_gqa_rope(const Ctx& c, LayerParts& L, const PathResult& path, double to
     for (const OpRow& r : path.ops) {
       if (r.op.kind() != OpKind::attention || !r.op.tiling.decode_kernel) continue;
       launched += static_cast<double>(r.layers);
-      if (trtllm_decode_fuses_preprocessing(c.hw, r.op.tiling, fp8_cache)) fused += static_cast<double>(r.layers);
+      const std::optional<Op> as_run = as_launched(r.op, c.rf);  // MMHA where the engine has no XQA
+      if (trtllm_decode_fuses_preprocessing(c.hw, (as_run ? *as_run : r.op).tiling, fp8_cache)) fused += static_cast<double>(r.layers);
     }
     if (launched > 0) share = 1 - fused / launched;
   }
@@ -606,6 +607,7 @@ StepOverheads step_overheads(const EngineProfile& p) {
   o.gqa_decode_kernel_fuses_rope = num("gqa_decode_kernel_fuses_rope", 0) != 0;
   o.deepgemm_hopper = num("deepgemm_hopper", 0) != 0;
   o.deepgemm_blackwell = num("deepgemm_blackwell", 0) != 0;
+  o.gqa_decode_xqa = num("gqa_decode_xqa", 1) != 0;
   o.source = p.label() + " (" + p.file + ")";
   return o;
 }
@@ -662,6 +664,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   // The engine's block-fp8 GEMM library on this GPU.
   Roofline rf = engine_free;
   rf.deepgemm = runs_deepgemm(req.overheads, hw);
+  rf.xqa = req.overheads.gqa_decode_xqa;
   StepResult out;
   out.phase = req.phase;
   Ctx c{m, req, rf, hw};

@@ -1,6 +1,7 @@
 #pragma once
 // Roofline time (formula reference §2): per op, time = max(F / (peak·η_c), B / (bandwidth·η_m))
 // plus a launch cost; a path's time is the sum over its ops.
+#include <optional>
 #include <vector>
 
 #include "mlaplan/core/efficiency.hpp"
@@ -28,6 +29,11 @@ struct Roofline {
   // deepgemm_blackwell): op_time gives such ops Op::deepgemm. False: the engine's own kernels, or no
   // engine.
   bool deepgemm = false;
+  // The engine has TensorRT-LLM's XQA decode kernels (its profile's gqa_decode_xqa; true without an
+  // engine): false, a GQA decode step that XQA would take runs the masked multi-head attention kernel
+  // (MMHA) instead, one block per query head (op_time gives such ops Tiling::xqa_group false), as
+  // TensorRT-LLM did before XQA.
+  bool xqa = true;
   // The non-tensor FP32 peak, at which a calibrated family's MMHA launches compute where the family
   // has eta_compute_mmha (efficiency.hpp); 0: unknown.
   FlopsPerSecond peak_cuda_core{0};
@@ -74,9 +80,11 @@ OpTime op_time(const Op& op, const Roofline& rf);
 // Whether an op's calibrated time takes its family's fp8 efficiency: it runs at the fp8 peak (an fp8
 // op, or fp8 compute); a per-tensor-scaled fp8 GEMM its per-tensor one where the family has it.
 bool takes_fp8_efficiency(const Op& op, const Roofline& rf);
-// Whether op_time (and --explain) times an op as DeepGEMM's although the op does not say so: a
-// block-scaled fp8 GEMM on a Roofline whose engine runs DeepGEMM (Roofline::deepgemm).
-bool takes_deepgemm(const Op& op, const Roofline& rf);
+// The op as the Roofline's engine launches it, where op_time (and --explain) time it otherwise than
+// the op says: a block-scaled fp8 GEMM as DeepGEMM's where the engine runs DeepGEMM
+// (Roofline::deepgemm); a GQA decode kernel through MMHA where the engine has no XQA (Roofline::xqa).
+// nullopt: as the op says.
+std::optional<Op> as_launched(const Op& op, const Roofline& rf);
 // Whether an op computes at the fp8 peak: an fp8 op, or the absorbed path's latent attention over an
 // fp8 cache where the GPU runs fp8 generation MLA; never where the GPU has no fp8 peak.
 bool runs_at_fp8_peak(const Op& op, const Roofline& rf);

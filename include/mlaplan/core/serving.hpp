@@ -128,6 +128,9 @@ struct StepOverheads {
   // Whether block-scaled fp8 dense GEMMs run DeepGEMM on a Hopper and on a Blackwell GPU (the
   // Roofline's deepgemm: its family's DeepGEMM efficiency), else the engine's own block kernels.
   bool deepgemm_hopper = false, deepgemm_blackwell = false;
+  // Whether the engine has TensorRT-LLM's XQA decode kernels (gqa_decode_xqa; the Roofline's xqa),
+  // else its GQA decode steps run MMHA. True for every engine without the key.
+  bool gqa_decode_xqa = true;
   std::string source;  // "sglang@0.5.4+ (engines/sglang-0.5.4.json)" or why none applies
 };
 
