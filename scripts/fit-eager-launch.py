@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Fit the host time per kernel launch (eager_launch_us) of serving rows whose engine ran without CUDA graphs.
 
-  MLAPLAN=build/mlaplan scripts/fit-eager-launch.py [ID_PREFIX]   (default trtllm05-)
+  MLAPLAN=build/mlaplan scripts/fit-eager-launch.py [ID_PREFIX]   (default trtllm05-llama2-)
 
 Takes the rows of validate/published/serving/serving.csv whose id starts with ID_PREFIX, and for
 every value on a grid (0 to 60 us by 0.25 us) reproduces them with `mlaplan validate --serving` and
 that value in their eager_launch_us column. The fit minimises the sum of squared log errors
 (log(predicted / measured)) over the rows. Prints each row's error at no launch cost and at the fit,
 and its error when the fit leaves that row out: the rows are the parameter's only data, so the
-leave-one-out column is the one to judge it by.
+leave-one-out column is the one to judge it by. The default prefix takes TensorRT-LLM v0.5's H100
+rows; its A100 and L40S rows (trtllm05-a100-, trtllm05-l40s-) ran on other hosts and carry the H100
+rows' value as a transfer (give their prefix to fit them on their own).
 """
 import csv
 import io
@@ -45,7 +47,7 @@ def best(values, measured, ids):
 
 
 def main():
-    prefix = sys.argv[1] if len(sys.argv) > 1 else 'trtllm05-'
+    prefix = sys.argv[1] if len(sys.argv) > 1 else 'trtllm05-llama2-'
     mlaplan = os.environ.get('MLAPLAN', os.path.join(ROOT, 'build', 'mlaplan'))
     with open(os.path.join(ROOT, 'validate', 'published', 'serving', 'serving.csv')) as f:
         reader = csv.DictReader(f)

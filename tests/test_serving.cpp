@@ -1308,9 +1308,13 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: median of the totals within 5.8%, and 42 of the 44 within 20% (README,
-  // Validation). TensorRT-LLM v0.5's five rows with a 2,048-token side joined with its own profile
-  // (MMHA decode): 39 totals, median 6.0%, before. It was 5.2% until SGLang's overlap overhead was refitted to what its script gives
+  // The published error: median of the totals within 5.3%, and 59 of the 62 within 20% (README,
+  // Validation). TensorRT-LLM v0.5's five H100 rows with a 2,048-token side joined with its own
+  // profile (MMHA decode): 39 totals, median 6.0%, before; 44, 5.5%, after; then its A100 and L40S
+  // rows (18, one past 20%: L40S 7B 128/2,048, -26.7%, its batch of 64 cut to 32 by the planner's
+  // memory fraction where v0.5's benchmark sized the cache for the batch). The A100 rows carry their
+  // own host's launch time, 53 us, fitted on them (24.5 us, the H100 rows': 7B first token at 128
+  // tokens -23.6%). It was 5.2% until SGLang's overlap overhead was refitted to what its script gives
   // (6.58 -> 4.99 ms): the eight in-sample rows it is fitted on moved from -4.4..+5.1% to -2.9..+9.2%,
   // their mean |error| 3.3% either way, and some crossed the median of the 39. Past it: TensorRT-LLM v0.5's Llama-2-7B first token at 2,048 tokens (-24.8%), slower
   // than the fp8 GEMMs the H100 profile is fitted on (TensorRT-LLM 1.3's); SGLang's H100 prefill at 4K
@@ -1318,9 +1322,9 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
   // residual norms and the gated activation read both their inputs, and the blog's DeepEP held its 24
   // SMs, 36 were within 20% (4K +23.4%, balanced +21.8%).
   std::sort(totals.begin(), totals.end());
-  CHECK(totals.size() == 44);
-  CHECK(totals[totals.size() / 2] <= 0.058);
-  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 42);
+  CHECK(totals.size() == 62);
+  CHECK(totals[totals.size() / 2] <= 0.053);
+  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 59);
 }
 
 TEST_CASE("Serving measurements: a decode profile's overlapped dispatch and combine parts are flagged as not like for like", "[serving][validate]") {
