@@ -29,11 +29,21 @@ void expect_error(const std::string& args, const std::string& message) {
   CHECK(r.err == "mlaplan: " + message + "\n");
 }
 
-std::string write_temp(const std::string& name, const std::string& text) {
-  const auto p = std::filesystem::temp_directory_path() / (std::to_string(getpid()) + "_" + name);
-  std::ofstream(p) << text;
-  return p.string();
-}
+// A file or folder under the temp directory, named for this process, removed with everything in it
+// when the test that made it ends.
+struct TempPath {
+  std::filesystem::path path;
+  explicit TempPath(const std::string& name) : path(std::filesystem::temp_directory_path() / (std::to_string(getpid()) + "_" + name)) {}
+  TempPath(const TempPath&) = delete;
+  TempPath& operator=(const TempPath&) = delete;
+  ~TempPath() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::string str() const { return path.string(); }
+};
+
+void write_temp(const TempPath& file, const std::string& text) { std::ofstream(file.path) << text; }
 
 }  // namespace
 
@@ -127,21 +137,23 @@ TEST_CASE("Bad input: exit 2 and one exact line", "[cli][errors]") {
   expect_error("capacity -m llama-3.1-8b --ep 2", "--ep: value '2': meta-llama/Llama-3.1-8B has no routed experts");
   expect_error("kv -m /nonexistent/config.json", "/nonexistent/config.json: no such file or folder");
 
-  const std::string bad = write_temp("mlaplan_bad.json", "{\"hidden_size\": 4096,");
-  expect_error("kv -m " + bad, bad + ": not valid JSON (byte 22)");
-  const std::string arr = write_temp("mlaplan_arr.json", "[1, 2]");
-  expect_error("kv -m " + arr, arr + ": expected a JSON object at the top level");
-  const auto dir = std::filesystem::temp_directory_path() / (std::to_string(getpid()) + "_mlaplan_empty_dir");
-  std::filesystem::create_directories(dir);
-  expect_error("kv -m " + dir.string(), dir.string() + ": folder holds no config.json");
+  const TempPath bad("mlaplan_bad.json");
+  write_temp(bad, "{\"hidden_size\": 4096,");
+  expect_error("kv -m " + bad.str(), bad.str() + ": not valid JSON (byte 22)");
+  const TempPath arr("mlaplan_arr.json");
+  write_temp(arr, "[1, 2]");
+  expect_error("kv -m " + arr.str(), arr.str() + ": expected a JSON object at the top level");
+  const TempPath dir("mlaplan_empty_dir");
+  std::filesystem::create_directories(dir.path);
+  expect_error("kv -m " + dir.str(), dir.str() + ": folder holds no config.json");
 }
 
 TEST_CASE("A config folder or file outside the bundle works", "[cli]") {
-  const auto dir = std::filesystem::temp_directory_path() / (std::to_string(getpid()) + "_mlaplan_model_dir");
-  std::filesystem::create_directories(dir);
-  std::filesystem::copy_file(std::string(MLAPLAN_TEST_SOURCE_DIR) + "/models/Qwen--Qwen3-8B.json", dir / "config.json",
+  const TempPath dir("mlaplan_model_dir");
+  std::filesystem::create_directories(dir.path);
+  std::filesystem::copy_file(std::string(MLAPLAN_TEST_SOURCE_DIR) + "/models/Qwen--Qwen3-8B.json", dir.path / "config.json",
                              std::filesystem::copy_options::overwrite_existing);
-  const Run r = run("kv -m " + dir.string() + " --format json");
+  const Run r = run("kv -m " + dir.str() + " --format json");
   REQUIRE(r.code == 0);
   CHECK(json::parse(r.out)["bytes_per_token"] == 147456);
 }
