@@ -313,6 +313,11 @@ TEST_CASE("TensorRT-LLM 0.5's profile: no XQA, so a GQA decode step runs MMHA, w
   const StepResult v05 = decode(old), v10 = decode(load_step_engine("trtllm@1.0.0", m));
   CHECK(has_op(*row(v10, StepComponent::elementwise), OpId::rope_kv_append));
   CHECK_FALSE(has_op(*row(v05, StepComponent::elementwise), OpId::rope_kv_append));
+  const auto says_mmha = [](const StepResult& r) {
+    return std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) { return n.find("the engine has no XQA") != std::string::npos; });
+  };
+  CHECK(says_mmha(v05));
+  CHECK_FALSE(says_mmha(v10));
   // The attention: each layer's op timed as MMHA's launch.
   Roofline no_xqa = rf;
   no_xqa.xqa = false;

@@ -926,6 +926,8 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
     out.notes.push_back(low_latency(req) ? "two-batch overlap (low latency): each layer takes the longer of its dispatch, experts and combine and the rest, over two micro-batches"
                                          : "two-batch overlap (normal): each layer takes the longer of its compute, on the SMs the all-to-all leaves, and its communication");
   if (req.mtp_draft > 0 && m.mtp_layers == 0) out.notes.push_back(m.name + " has no MTP module: no draft tokens");
+  if (!rf.xqa && req.phase == Phase::decode && !m.is_mla())
+    out.notes.push_back("GQA decode runs MMHA, one block per query head and sequence: the engine has no XQA (gqa_decode_xqa false)");
   return out;
 }
 
