@@ -1317,7 +1317,8 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
   // Validation). TensorRT-LLM v0.5's five H100 rows with a 2,048-token side joined with its own
   // profile (MMHA decode): 39 totals, median 6.0%, before; 44, 5.5%, after; then its A100 and L40S
   // rows (18, one past 20%: L40S 7B 128/2,048, -26.7%, its batch of 64 cut to 32 by the planner's
-  // memory fraction where v0.5's benchmark sized the cache for the batch). The A100 rows carry their
+  // memory check, 63 sequences at 90% of the card, where v0.5's benchmark sized the cache for the
+  // batch). The A100 rows carry their
   // own host's launch time, 53 us, fitted on them (24.5 us, the H100 rows': 7B first token at 128
   // tokens -23.6%). It was 5.2% until SGLang's overlap overhead was refitted to what its script gives
   // (6.58 -> 4.99 ms): the eight in-sample rows it is fitted on moved from -4.4..+5.1% to -2.9..+9.2%,
