@@ -386,6 +386,9 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   // prompts: TensorRT-LLM's context FMHA on Llama-like shapes fits worse with it (B200 in-table 6.2% ->
   // 8.2%, though the loss the fit minimises falls), so their cost per CTA is added.
   const std::vector<bool> cta_overlaps = kernel == kPrefill ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  // The query rows a GQA decode block's cost covers (block_query_rows), 1 to 128 (a decode block's
+  // most, which leaves every block's cost alone); empty where the rows do not fit it.
+  const std::vector<double> rows_axis = kernel == kAttentionDecode && batches ? geometric_axis(1, 128, 14) : std::vector<double>{};
   for (const bool split : splits)
     for (const bool serial : serials)
       for (const bool overlap : overlaps)
@@ -466,14 +469,13 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
             break;
         // A GQA decode block's query rows its cost covers (block_query_rows), with the costs per block it
         // trades against, the others held; then the efficiencies again: once (a second pass gave H100's
-        // rows the same fit, in twice the time). 1 to 128 rows (128, a decode
-        // block's most, leaves every block's cost alone). Undone where it leaves the rows explained less
+        // rows the same fit, in twice the time). Undone where it leaves the rows explained less
         // than 2% better (the fit's loss): on rows whose blocks cost alike at every head group (the
         // Against tests' tables, timed by the model without it) it fits their noise, H100's own rows
         // gain 5-12% over each form of the family.
-        if (kernel == kAttentionDecode && batches)
+        if (!rows_axis.empty())
           pass_unless_worse([&] {
-                const std::vector<double> c = grid_fit({geometric_axis(1, 128, 14), t0s, tseqs}, [&](const std::vector<double>& p) {
+                const std::vector<double> c = grid_fit({rows_axis, t0s, tseqs}, [&](const std::vector<double>& p) {
                   GpuKernelFit g = f;
                   g.eff.block_query_rows = p[0];
                   g.eff.fixed = Seconds{p[1]};
@@ -507,8 +509,7 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
           set(f.eff, c);
         };
         if (own_cache) {
-          // GQA decode: with the query rows its blocks' cost covers (1 to 128, as above).
-          const std::vector<double> rows_axis = kernel == kAttentionDecode && batches ? geometric_axis(1, 128, 14) : std::vector<double>{};
+          // GQA decode: with the query rows its blocks' cost covers (rows_axis).
           fit_costs({t0s, tseqs, rows_axis.empty() ? std::vector<double>{0} : rows_axis}, [&](KernelEfficiency& e, const std::vector<double>& p) {
             e.fixed_fp8_cache = Seconds{p[0]};
             e.per_sequence_fp8_cache = Seconds{p[1]};
