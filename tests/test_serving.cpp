@@ -1313,12 +1313,13 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: median of the totals within 5.3%, and 59 of the 62 within 20% (README,
+  // The published error: median of the totals within 4.6%, and 60 of the 62 within 20% (README,
   // Validation). TensorRT-LLM v0.5's five H100 rows with a 2,048-token side joined with its own
   // profile (MMHA decode): 39 totals, median 6.0%, before; 44, 5.5%, after; then its A100 and L40S
-  // rows (18, one past 20%: L40S 7B 128/2,048, -26.7%, its batch of 64 cut to 32 by the planner's
-  // memory check, 63 sequences at 90% of the card, where v0.5's benchmark sized the cache for the
-  // batch). The A100 rows carry their
+  // rows (18, one past 20%: L40S 7B 128/2,048, -26.7%, while the plan tried powers of two only, so
+  // 63 sequences that fit ran as 32; with the batch memory holds tried too, -3.2%, and TensorRT-LLM
+  // 1.x's Llama 8B 2,048/2,048 -11.5% -> -1.1%, 8B 20,000/2,000 -12.6% -> -10.4%, 70B 1,000/1,000
+  // -11.7% -> +15.6%: 62 totals, median 4.9% -> 4.2%, upper median 4.5%). The A100 rows carry their
   // own host's launch time, 53 us, fitted on them (24.5 us, the H100 rows': 7B first token at 128
   // tokens -23.6%). It was 5.2% until SGLang's overlap overhead was refitted to what its script gives
   // (6.58 -> 4.99 ms): the eight in-sample rows it is fitted on moved from -4.4..+5.1% to -2.9..+9.2%,
@@ -1329,8 +1330,8 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
   // SMs, 36 were within 20% (4K +23.4%, balanced +21.8%).
   std::sort(totals.begin(), totals.end());
   CHECK(totals.size() == 62);
-  CHECK(totals[totals.size() / 2] <= 0.053);
-  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 59);
+  CHECK(totals[totals.size() / 2] <= 0.046);
+  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 60);
 }
 
 TEST_CASE("Serving measurements: a decode profile's overlapped dispatch and combine parts are flagged as not like for like", "[serving][validate]") {
@@ -1447,6 +1448,33 @@ TEST_CASE("Serving measurement CSVs: hostile input is refused naming the row and
 namespace mlaplan {
 namespace {
 
+TEST_CASE("plan tries the batch memory holds where memory cuts the tried batches short", "[serving]") {
+  const std::vector<std::int64_t> tried{1, 2, 4, 8, 16, 32, 64};
+  CHECK(plan_batches(tried, 63) == std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 63});
+  CHECK(plan_batches(tried, 64) == tried);
+  CHECK(plan_batches(tried, 1000) == tried);  // the largest tried batch bounds it
+  CHECK(plan_batches(tried, 3) == std::vector<std::int64_t>{1, 2, 3});
+  CHECK(plan_batches(tried, 1) == std::vector<std::int64_t>{1});
+  CHECK(plan_batches(tried, 0).empty());
+  CHECK(plan_batches({4, 16}, 2) == std::vector<std::int64_t>{2});  // below the smallest tried batch: the most that fit
+  CHECK(plan_batches({4, 16}, 9) == std::vector<std::int64_t>{4, 9});
+
+  // TensorRT-LLM v0.5's Llama-2-7B on L40S, 128 in / 2,048 out, at most 64 sequences: 63 fit at
+  // 2,176 tokens, so the plan runs 63, where powers of two alone stopped at 32.
+  const test::Run r = test::run(
+      "plan --model llama-2-7b-hf --gpu l40s --engine trtllm@0.5.0 --isl 128 --osl 2048 --max-gpus 1 --tp 1 --dp 1 --max-batch 64 "
+      "--weight-dtype fp8_tensor --kv-dtype fp8 --format json");
+  REQUIRE(r.code == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["best_batch"].get<std::int64_t>() == 63);
+  const json& rows = j["pareto"];
+  REQUIRE(rows.size() == 7);
+  CHECK(rows.back()["batch"].get<std::int64_t>() == 63);
+  CHECK(rows.back()["memory_limited"].get<bool>());
+  CHECK(rows.back()["max_sequences"].get<std::int64_t>() == 63);
+  CHECK_FALSE(rows.front()["memory_limited"].get<bool>());
+}
+
 TEST_CASE("plan over every bundled model: rows fit, the best meets the target, the Pareto front is monotone", "[serving][property]") {
   const HardwareSpec hw = load_gpu("h200");
   const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
@@ -1465,6 +1493,19 @@ TEST_CASE("plan over every bundled model: rows fit, the best meets the target, t
     REQUIRE(!r.rows.empty());
     for (const PlanRow& row : r.rows) {
       CHECK(row.batch <= row.max_sequences);
+      // A batch is a tried one, or the most that fit where memory cuts the tried ones short (and
+      // then the layout's largest).
+      const std::int64_t per_replica = row.batch / row.par.dp, fit = row.max_sequences / row.par.dp;
+      CHECK(row.batch % row.par.dp == 0);
+      const bool tried = std::find(p.batches.begin(), p.batches.end(), per_replica) != p.batches.end();
+      CHECK(row.memory_limited == !tried);
+      if (row.memory_limited) CHECK((per_replica == fit && fit < p.batches.back()));
+      for (const PlanRow& x : r.rows)
+        if (x.par == row.par && row.memory_limited) CHECK(x.batch <= row.batch);
+      // Every tried batch that fits is a row.
+      for (std::int64_t b : p.batches)
+        if (b <= fit)
+          CHECK(std::any_of(r.rows.begin(), r.rows.end(), [&](const PlanRow& x) { return x.par == row.par && x.batch == b * row.par.dp; }));
       CHECK(row.gpus == row.par.ranks());
       CHECK(row.tpot.value > 0);
       CHECK(row.tokens_per_s_per_gpu > 0);

@@ -962,6 +962,18 @@ std::vector<Parallelism> layouts_of(const ModelSpec& m, std::int64_t g) {
 
 }  // namespace
 
+std::vector<std::int64_t> plan_batches(const std::vector<std::int64_t>& tried, std::int64_t fit) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t b : tried)
+    if (b <= fit) out.push_back(b);
+  // The largest batch memory holds, where memory cuts the tried batches short: a static batch sized
+  // to the cache (TensorRT-LLM's benchmarks) or a server at its memory limit runs there, not at the
+  // tried batch below it.
+  if (fit >= 1 && std::find(out.begin(), out.end(), fit) == out.end() && std::any_of(tried.begin(), tried.end(), [&](std::int64_t b) { return b > fit; }))
+    out.push_back(fit);
+  return out;
+}
+
 bool holds_layout(const PlanRequest& req, const Parallelism& par) {
   return (req.tp == 0 || par.tp == req.tp) && (req.dp == 0 || par.dp == req.dp) && (req.ep == 0 || par.ep == req.ep);
 }
@@ -998,14 +1010,14 @@ PlanResult plan_layouts(const ModelSpec& m, const HardwareSpec& hw, const Roofli
         continue;
       }
       const StepResult first = run_step(m, hw, rf, base, Phase::prefill, par.dp, isl, 0);
-      for (std::int64_t per_replica : req.batches) {
+      for (std::int64_t per_replica : plan_batches(req.batches, cap.max_sequences / par.dp)) {
         const std::int64_t batch = per_replica * par.dp;
-        if (batch > cap.max_sequences) break;
         PlanRow r;
         r.par = par;
         r.gpus = g;
         r.batch = batch;
         r.max_sequences = cap.max_sequences;
+        r.memory_limited = std::find(req.batches.begin(), req.batches.end(), per_replica) == req.batches.end();
         r.ttft = first.step_time;
         const StepResult d = run_step(m, hw, rf, base, Phase::decode, batch, q, std::max(0.0, isl + osl / 2 - q));
         r.tpot = d.tpot;

@@ -735,13 +735,14 @@ std::vector<Column> plan_columns() {
           {"requests_per_s", "req/s", Unit::decimal},
           {"gpus_for_rate", "GPUs for the rate", Unit::count, true},
           {"max_sequences", "max sequences", Unit::count, true},
+          {"memory_limited", "batch: most that fit", Unit::text, true},
           {"meets", "meets targets", Unit::text},
           {"pareto", "Pareto", Unit::text, true},
           {"why", "why not", Unit::text, true}};
 }
 std::vector<Value> plan_cells(const PlanRow& r) {
   return {to_string(r.par), r.gpus, r.batch, r.tpot.value, r.ttft.value, r.prefill_batch.value, r.tokens_per_s_per_gpu, r.decode_tokens_per_s_per_gpu,
-          r.requests_per_s, r.gpus_for_rate > 0 ? Value{r.gpus_for_rate} : Value{}, r.max_sequences, r.meets, r.pareto, r.why.empty() ? Value{} : Value{r.why}};
+          r.requests_per_s, r.gpus_for_rate > 0 ? Value{r.gpus_for_rate} : Value{}, r.max_sequences, r.memory_limited, r.meets, r.pareto, r.why.empty() ? Value{} : Value{r.why}};
 }
 }  // namespace
 
@@ -817,6 +818,7 @@ Document plan_document(const ModelSpec& m, const RooflineUsed& r, const PlanRequ
   }
   doc.notes.push_back(fmt::format("TPOT: decode step at the mean context {} + {}/2 per token emitted; TTFT: prefill of one prompt per DP replica; "
                                   "tok/s/GPU: the batch's output tokens over its prefill and {} decode steps.", req.isl, req.osl, req.osl));
+  doc.notes.push_back("Batches tried per DP replica: powers of two up to the largest asked for, and where memory cuts them short the most that fit at the input plus output length.");
   return doc;
 }
 

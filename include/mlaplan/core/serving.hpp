@@ -298,6 +298,7 @@ struct PlanRow {
   double requests_per_s = 0;      // whole deployment
   std::int64_t gpus_for_rate = 0; // replicas of this deployment that serve `rate`, in GPUs (0: not asked)
   std::int64_t max_sequences = 0; // at isl + osl tokens each
+  bool memory_limited = false;    // the batch is the most that fit in memory, not one of the tried batches
   bool meets = false;             // fits and meets both targets
   bool pareto = false;            // no other fitting row is both faster per token and higher in throughput
   std::string why;                // why it does not meet the targets
@@ -309,6 +310,10 @@ struct PlanResult {
   std::optional<std::size_t> best;     // highest throughput per GPU among rows that meet the targets
   std::optional<std::size_t> fewest_for_rate;  // fewest GPUs that serve the rate among those rows
 };
+
+// The batches per DP replica a layout is timed at: those of `tried` that fit (at most `fit`
+// sequences per replica), and `fit` itself where a tried batch is larger and `fit` is not tried.
+std::vector<std::int64_t> plan_batches(const std::vector<std::int64_t>& tried, std::int64_t fit);
 
 // Whether a layout keeps the request's held TP, DP and EP.
 bool holds_layout(const PlanRequest& req, const Parallelism& par);
