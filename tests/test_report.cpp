@@ -162,7 +162,7 @@ TEST_CASE("The default report: five valid SVGs, CSVs that match the spec, md num
       {"roofline_ops.csv", {3 + 3 + 4, "model,gpu,path,op,flops_per_layer,bytes_per_layer,intensity_flop_per_byte,time_s_per_layer,attained_flops_per_s"}},
       // The serving step of DeepSeek-V3 at TP 8: 11 components (no EP: no dispatch or combine); the plan's Pareto rows vary.
       {"serving_step.csv", {11, "component,category,layers,flops,bytes,link_bytes,time_s,time_s_per_layer,sol_time_s,share,bound"}},
-      {"serving_pareto.csv", {0, "layout,gpus,batch,tpot_s,ttft_s,prefill_batch_s,tokens_per_s_per_gpu,decode_tokens_per_s_per_gpu,requests_per_s,gpus_for_rate,max_sequences,meets,pareto,why"}},
+      {"serving_pareto.csv", {0, "layout,gpus,batch,tpot_s,ttft_s,prefill_batch_s,tokens_per_s_per_gpu,decode_tokens_per_s_per_gpu,requests_per_s,gpus_for_rate,max_sequences,memory_limited,meets,pareto,why"}},
   };
   std::map<std::string, std::vector<std::vector<std::string>>> csvs;
   for (const auto& [file, want] : expected) {
