@@ -16,7 +16,10 @@ public/images/blog/large_scale_ep/; read here from ch-wan/lm-sys.github.io@01f45
   profile-prefill.png --tick 10 --categories "Overall,Dispatch Barrier,Dispatch Core,Combine Barrier,Combine Core,MoE,Attention Core,GEMM,Other Kernels,Comp Stream Bubble,Comm Stream Bubble"
 
 with --series "unit test=226,60,48" "DeepSeek=55,158,76" "SGLang=247,180,32" "SGLang+=64,122,240"
-(SGLang+: simulated perfect EPLB in prefill, simulated slow attention in decode).
+(SGLang+: simulated perfect EPLB in prefill, simulated slow attention in decode), and
+
+  tbo-breakdown-prefill.png --tick 10 with the prefill categories and
+  --series "TBO16k=55,158,76" "TBO8k=247,180,32" "noTBO8k=64,122,240" (its bars of a category touch).
 """
 import argparse
 import os
@@ -109,7 +112,7 @@ def main():
     bars.sort()
     groups, cur = [], [bars[0]]
     for b in bars[1:]:
-        if b[0] - cur[-1][1] > (cur[-1][1] - cur[-1][0]):  # a gap wider than a bar
+        if b[0] - cur[-1][1] > (cur[-1][1] - cur[-1][0]) / 2:  # a gap wider than half a bar (a group's bars touch)
             groups.append(cur)
             cur = []
         cur.append(b)

@@ -376,6 +376,13 @@ TEST_CASE("Hostile engine profiles: one line naming the file and key and value",
   CHECK(parse_error(profile_with("gqa_decode_xqa", {{"value", false}})) ==
         "p.json: key 'parameters.gqa_decode_xqa.source' = (absent): every engine number needs a source");
   CHECK(parse_error(profile_with("gqa_decode_xqa", {{"value", false}, {"source", "x"}})) == "(accepted)");
+  // The all-to-all's slowdown beside overlapped compute: a factor from 1 to 100.
+  for (double ok : {1.0, 1.24, 100.0}) CHECK(parse_error(profile_with("normal_overlap_slowdown", {{"value", ok}, {"source", "x"}})) == "(accepted)");
+  for (const char* bad : {"0.9", "0", "-1", "101"})
+    CHECK(parse_error(profile_with("normal_overlap_slowdown", {{"value", nlohmann::json::parse(bad)}, {"source", "x"}})) ==
+          fmt::format("p.json: key 'parameters.normal_overlap_slowdown.value' = {}: expected a factor from 1 to 100", bad));
+  CHECK(parse_error(profile_with("normal_overlap_slowdown", {{"value", "1.2"}, {"source", "x"}})) ==
+        "p.json: key 'parameters.normal_overlap_slowdown.value' = \"1.2\": expected a number");
   CHECK(parse_error(profile_with("loads_mtp", {{"value", 1}, {"source", "x"}})) ==
         "p.json: key 'parameters.loads_mtp.value' = 1: expected true or false");
   CHECK(parse_error(profile_with("non_torch_gib", {{"value", -1}, {"source", "x"}})) ==

@@ -859,17 +859,24 @@ TEST_CASE("Low-latency overlap: the MTP layer's dispatch, experts and combine ru
   CHECK(mtp.time.value >= (mtp.communication + experts).value * (1 - 1e-9));
 }
 
-TEST_CASE("Two-batch overlap under the normal all-to-all: between the longer stream and the sum, compute on the SMs it leaves", "[serving]") {
-  const ModelSpec m = test::model("deepseek-v3");
-  const HardwareSpec hw = load_gpu("h800");
+// DeepSeek's prefill profile's layout on H800 (EP32, 128 prompts of 4,096 tokens), with two-batch
+// overlap and datasheet links.
+StepRequest ds_prefill_overlap(const HardwareSpec& hw) {
   StepRequest req;
   req.phase = Phase::prefill;
   req.w.par = Parallelism{1, 32, 32};
   req.w.groups = {SequenceGroup{128, 4096, 0}};
   req.gpus_per_node = 8;
   req.links = links_for(hw, StepOverheads{});
-  const Roofline rf = roofline_for(hw, DType::bf16, Efficiency{});
   req.two_batch_overlap = true;
+  return req;
+}
+
+TEST_CASE("Two-batch overlap under the normal all-to-all: between the longer stream and the sum, compute on the SMs it leaves", "[serving]") {
+  const ModelSpec m = test::model("deepseek-v3");
+  const HardwareSpec hw = load_gpu("h800");
+  StepRequest req = ds_prefill_overlap(hw);
+  const Roofline rf = roofline_for(hw, DType::bf16, Efficiency{});
   const StepResult t = step_time(m, hw, rf, req);
   CHECK(t.overlap_saving.value > 0);
   double hidden = 0;
@@ -894,6 +901,75 @@ TEST_CASE("Two-batch overlap under the normal all-to-all: between the longer str
     for (std::size_t c = 0; c < kStepComponentCount; ++c)
       if (category_of(static_cast<StepComponent>(c)) != "dispatch" && category_of(static_cast<StepComponent>(c)) != "combine")
         CHECK(b.by_component[c].value == Approx(a.by_component[c].value * share));
+  }
+}
+
+TEST_CASE("The normal all-to-all beside overlapped compute takes its slowdown, and alone or at low latency it does not", "[serving]") {
+  const ModelSpec m = test::model("deepseek-v3");
+  const HardwareSpec hw = load_gpu("h800");
+  StepRequest req = ds_prefill_overlap(hw);
+  req.comm_sms = 24;
+  const Roofline rf = roofline_for(hw, DType::bf16, Efficiency{});
+  const StepResult alone = step_time(m, hw, rf, req);
+  StepRequest slow = req;
+  slow.links.normal.overlap_slowdown = 1.25;
+  const StepResult beside = step_time(m, hw, rf, slow);
+  for (std::size_t i = 0; i < alone.layer_kinds.size(); ++i) {
+    const LayerKindRow &a = alone.layer_kinds[i], &b = beside.layer_kinds[i];
+    INFO(a.kind);
+    CHECK(b.compute.value == a.compute.value);
+    CHECK(b.communication.value == Approx(a.communication.value * (a.kind == "moe" ? 1.25 : 1)));
+    for (StepComponent c : {StepComponent::ep_dispatch, StepComponent::ep_combine})
+      CHECK(b.by_component[static_cast<std::size_t>(c)].value == Approx(a.by_component[static_cast<std::size_t>(c)].value * 1.25));
+    // The schedule: the layer's stages with the communication 1.25 times as long.
+    CHECK(b.time >= a.time);
+  }
+  CHECK(beside.step_bound.value == Approx(alone.step_bound.value));  // the speed of light is the transfer's
+  // Without overlap the all-to-all runs alone: no slowdown.
+  req.two_batch_overlap = slow.two_batch_overlap = false;
+  CHECK(step_time(m, hw, rf, slow).step_time.value == step_time(m, hw, rf, req).step_time.value);
+  // Decode's low-latency kind holds no SMs and keeps its time.
+  req.two_batch_overlap = slow.two_batch_overlap = true;
+  req.comm_sms = slow.comm_sms = 0;
+  req.phase = slow.phase = Phase::decode;
+  req.w.groups = slow.w.groups = {SequenceGroup{32 * 64, 1, 4096}};
+  CHECK(step_time(m, hw, rf, slow).step_time.value == step_time(m, hw, rf, req).step_time.value);
+
+  // The SGLang profile carries it; profiles without the key keep 1.
+  CHECK(load_step_engine("sglang", m).overheads.normal.overlap_slowdown == Approx(1.24));
+  CHECK(load_step_engine("sglang", m).overheads.low_latency.overlap_slowdown == 1);
+  CHECK(load_step_engine("vllm", m).overheads.normal.overlap_slowdown == 1);
+  CHECK(load_step_engine("trtllm", m).overheads.normal.overlap_slowdown == 1);
+}
+
+TEST_CASE("Over every bundled model, the all-to-all's overlap slowdown moves only dispatch and combine, and never speeds a step", "[serving][property]") {
+  const HardwareSpec hw = load_gpu("h100-sxm");
+  const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
+  for (const ModelSpec& m : test::all_models()) {
+    INFO(m.name);
+    StepRequest req;
+    use_overheads(req, load_step_engine("sglang", m).overheads);
+    req.links = links_for(hw, req.overheads);
+    set_step_weights(req, m, std::nullopt);
+    req.phase = Phase::prefill;
+    req.w.par = Parallelism{1, 8, m.moe ? 8 : 1};
+    if (!check_layout(m, req.w.par).ok()) continue;
+    req.w.groups = {SequenceGroup{16, 1024, 0}};
+    req.gpus_per_node = 8;
+    req.two_batch_overlap = true;
+    StepRequest alone = req;
+    alone.links.normal.overlap_slowdown = 1;
+    const StepResult a = step_time(m, hw, rf, alone), b = step_time(m, hw, rf, req);
+    CHECK(b.step_time.value >= a.step_time.value * (1 - 1e-12));
+    CHECK(b.compute.value == a.compute.value);
+    for (std::size_t c = 0; c < b.rows.size(); ++c) {
+      const StepComponent comp = b.rows[c].component;
+      INFO(to_string(comp));
+      const bool a2a = comp == StepComponent::ep_dispatch || comp == StepComponent::ep_combine;
+      CHECK(b.rows[c].time.value == Approx(a.rows[c].time.value * (a2a ? 1.24 : 1)));
+      CHECK(b.rows[c].bound.value == Approx(a.rows[c].bound.value));
+    }
+    if (!m.moe) CHECK(b.step_time.value == a.step_time.value);  // no all-to-all to slow
   }
 }
 
@@ -1313,8 +1389,10 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: median of the totals within 4.6%, and 60 of the 62 within 20% (README,
-  // Validation). TensorRT-LLM v0.5's five H100 rows with a 2,048-token side joined with its own
+  // The published error: median of the totals within 3.7%, and 61 of the 62 within 20% (README,
+  // Validation). The normal all-to-all's slowdown beside overlapped compute (SGLang's profile, 1.24
+  // from DeepSeek's bars against the blog's unit test) took SGLang's H100 prefill +12.3/+16.0/+20.4%
+  // -> -2.6/+2.9/+7.3%, DeepSeek's prefill profile +14.6% -> +4.7%: median 4.2% -> 3.5%, upper 3.6%. TensorRT-LLM v0.5's five H100 rows with a 2,048-token side joined with its own
   // profile (MMHA decode): 39 totals, median 6.0%, before; 44, 5.5%, after; then its A100 and L40S
   // rows (18, one past 20%: L40S 7B 128/2,048, -26.7%, while the plan tried powers of two only, so
   // 63 sequences that fit ran as 32; with the batch memory holds tried too, -3.2%, and TensorRT-LLM
@@ -1323,15 +1401,14 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
   // own host's launch time, 53 us, fitted on them (24.5 us, the H100 rows': 7B first token at 128
   // tokens -23.6%). It was 5.2% until SGLang's overlap overhead was refitted to what its script gives
   // (6.58 -> 4.99 ms): the eight in-sample rows it is fitted on moved from -4.4..+5.1% to -2.9..+9.2%,
-  // their mean |error| 3.3% either way, and some crossed the median of the 39. Past it: TensorRT-LLM v0.5's Llama-2-7B first token at 2,048 tokens (-24.8%), slower
-  // than the fp8 GEMMs the H100 profile is fitted on (TensorRT-LLM 1.3's); SGLang's H100 prefill at 4K
-  // with its real expert distribution (+20.4%), its dispatch and "other" bars short. Before the
+  // their mean |error| 3.3% either way, and some crossed the median of the 39. Past 20% now: TensorRT-LLM v0.5's Llama-2-7B first token at 2,048 tokens (-24.8%),
+  // slower than the fp8 GEMMs the H100 profile is fitted on (TensorRT-LLM 1.3's). Before the
   // residual norms and the gated activation read both their inputs, and the blog's DeepEP held its 24
   // SMs, 36 were within 20% (4K +23.4%, balanced +21.8%).
   std::sort(totals.begin(), totals.end());
   CHECK(totals.size() == 62);
-  CHECK(totals[totals.size() / 2] <= 0.046);
-  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 60);
+  CHECK(totals[totals.size() / 2] <= 0.037);
+  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 61);
 }
 
 TEST_CASE("Serving measurements: a decode profile's overlapped dispatch and combine parts are flagged as not like for like", "[serving][validate]") {

@@ -115,6 +115,8 @@ const std::vector<EngineParamSpec>& engine_param_specs() {
       {"normal_latency_internode_us", K::number, true, true, true, "fixed time per normal all-to-all call that crosses the network, its layout exchange included (microseconds; default: comm_latency_us)", true},
       {"ll_sm_us_per_token", K::number, true, true, true, "SM time of the low-latency dispatch and combine kernels (send and receive hook) per token a rank dispatches and MoE layer under two-batch overlap (microseconds)", true},
       {"comm_sms", K::count, true, true, true, "SMs the normal all-to-all kernels hold while two-batch overlap computes beside them", true},
+      {"normal_overlap_slowdown", K::factor, true, true, true,
+       "the normal all-to-all's time while two-batch overlap computes beside it over its time alone (default 1)", true},
       {"gqa_rope_kernels_prefill", K::count, true, true, true,
        "non-MLA models: kernels of their own around the prefill attention that rotate the new tokens' Q and K and write their K and V into the cache (0: inside the attention op; 1: one kernel for both; 2: a rotary kernel, then a cache write; 3: a rotary kernel, then a write of K and one of V)",
        true, 0, false, 3},

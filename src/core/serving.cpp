@@ -600,6 +600,7 @@ StepOverheads step_overheads(const EngineProfile& p) {
     kind->latency_intranode = Seconds{num(key + "_latency_intranode_us", o.comm_latency.value * 1e6) * 1e-6};
     kind->latency_internode = Seconds{num(key + "_latency_internode_us", o.comm_latency.value * 1e6) * 1e-6};
   }
+  o.normal.overlap_slowdown = num("normal_overlap_slowdown", 1);
   o.comm_sms = num("comm_sms", 0);
   o.ll_sm_per_token = Seconds{num("ll_sm_us_per_token", 0) * 1e-6};
   o.gqa_rope_kernels_prefill = static_cast<int>(num("gqa_rope_kernels_prefill", 0));
@@ -801,7 +802,9 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
       if (p.expert) relabelled_experts += x.time * p.count;
     }
     for (const Transfer& tr : L.transfers) {
-      const Timed x = time_transfer(tr, req.links);
+      Timed x = time_transfer(tr, req.links);
+      // The normal all-to-all beside the other micro-batch's compute runs slower than alone.
+      if (pipelined && tr.use == Transfer::Use::normal) x.time = x.time * req.links.normal.overlap_slowdown;
       if (pipelined) {
         // The all-to-all on its own stream; a collective (TP all-reduce) blocks the compute stream.
         Seconds& stage = tr.component == StepComponent::ep_dispatch  ? stages.dispatch

@@ -677,6 +677,7 @@ Document step_document(const ModelSpec& m, const RooflineUsed& r, const StepRequ
       {"engine", "engine", engine, Unit::text},
       {"overhead_source", "overheads from", req.overheads.source, Unit::text},
       {"links_source", "link efficiencies from", req.links.source.empty() ? std::string("none (datasheet rates)") : req.links.source, Unit::text},
+      {"normal_overlap_slowdown", "normal all-to-all in TBO, of alone", req.links.normal.overlap_slowdown, Unit::fraction},
       {"nodes", "nodes", static_cast<std::int64_t>((st.gpus + req.gpus_per_node - 1) / req.gpus_per_node), Unit::count},
       {"gpus_per_node", "GPUs per node (scale-up domain)", req.gpus_per_node, Unit::count},
       {"attention_path", "attention path", st.attention_detail.empty() ? st.attention_path : fmt::format("{} ({})", st.attention_path, st.attention_detail), Unit::text},

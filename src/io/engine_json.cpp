@@ -60,6 +60,9 @@ double param_value(const json& v, const EngineParamSpec& spec, const std::string
     case ParamKind::number:
       if (x < 0 || x > 1e9) fail_key(where, key, show_json(v), "expected a number from 0 to 10^9");
       break;
+    case ParamKind::factor:
+      if (x < 1 || x > 100) fail_key(where, key, show_json(v), "expected a factor from 1 to 100");
+      break;
     case ParamKind::flag:
     case ParamKind::table: break;
   }

@@ -56,6 +56,7 @@ enum class ParamKind {
   count,     // a non-negative integer
   gib,       // a non-negative number of GiB
   number,    // a non-negative real
+  factor,    // a multiplier from 1 to 100
   flag,      // true or false
   table,     // rows of non-negative numbers (tiers), each row as wide as the parameter says
 };

@@ -63,6 +63,9 @@ std::string_view category_of(StepComponent c);
 struct AllToAllLink {
   double eta_scale_up = 1, eta_scale_out = 1;
   Seconds latency_intranode{0}, latency_internode{0};  // per call within one node, and across nodes
+  // The kind's time while two-batch overlap computes beside it over its time alone (the normal
+  // kind's normal_overlap_slowdown; 1 for the low-latency kind, whose kernels hold no SMs).
+  double overlap_slowdown = 1;
 };
 
 // The links between ranks, per GPU and direction, with the efficiency a collective reaches on each.
