@@ -948,7 +948,7 @@ TEST_CASE("Over every bundled model, the all-to-all's overlap slowdown moves onl
   for (const ModelSpec& m : test::all_models()) {
     INFO(m.name);
     StepRequest req;
-    use_overheads(req, load_step_engine("sglang", m).overheads);
+    apply_step_engine(req, load_step_engine("sglang", m));
     req.links = links_for(hw, req.overheads);
     set_step_weights(req, m, std::nullopt);
     req.phase = Phase::prefill;
