@@ -510,10 +510,12 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
         };
         if (own_cache) {
           // GQA decode: with the query rows its blocks' cost covers (rows_axis).
-          fit_costs({t0s, tseqs, rows_axis.empty() ? std::vector<double>{0} : rows_axis}, [&](KernelEfficiency& e, const std::vector<double>& p) {
+          std::vector<std::vector<double>> cache_axes{t0s, tseqs};
+          if (!rows_axis.empty()) cache_axes.push_back(rows_axis);
+          fit_costs(cache_axes, [&](KernelEfficiency& e, const std::vector<double>& p) {
             e.fixed_fp8_cache = Seconds{p[0]};
             e.per_sequence_fp8_cache = Seconds{p[1]};
-            if (!rows_axis.empty()) e.block_query_rows_fp8_cache = p[2];
+            if (p.size() > 2) e.block_query_rows_fp8_cache = p[2];
           });
           fixed_cache = f.eff.fixed_fp8_cache, seq_cache = f.eff.per_sequence_fp8_cache, rows_cache = f.eff.block_query_rows_fp8_cache;
         }

@@ -447,7 +447,8 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   const double cta_cost = t.cta_waves * k.per_cta.value;
   if (k.cta_overlap) t.ctas = Seconds{t.launches * cta_cost};
   const double fixed_ctas = k.cta_overlap ? 0 : cta_cost;
-  t.sequence_scale = block_cost_scale(tl, sms, sm_clock_hz) * block_rows_scale(costs.block_rows, tl, launch.mmha);
+  t.rows_scale = block_rows_scale(costs.block_rows, tl, launch.mmha);
+  t.sequence_scale = block_cost_scale(tl, sms, sm_clock_hz) * t.rows_scale;
   const double per_sequence = costs.per_sequence.value * t.sequence_scale;
   t.fixed_scale = fixed_cost_scale(k, sm_clock_hz);
   const double fixed = costs.fixed.value * t.fixed_scale;

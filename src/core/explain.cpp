@@ -504,8 +504,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const bool overlap = k.sequences_overlap;
     // A GQA decode block's cost: one SM's time at 1 GHz, over the GPU's SMs and clock (block_cost_scale).
     const double t_seq = costs.per_sequence.value * counted.sequence_scale;
-    const double rows_scale = block_rows_scale(costs.block_rows, tl, launch.mmha);
-    const std::string rows_text = rows_scale > 1 ? cat(" · ", num(tl.decode_block_rows), " / ", plain(costs.block_rows),
+    const std::string rows_text = counted.rows_scale > 1 ? cat(" · ", num(tl.decode_block_rows), " / ", plain(costs.block_rows),
                                                        " (its block's query rows over the rows a block's cost covers)")
                                                  : std::string();
     const std::string block_scale = tl.decode_kernel ? cat(", t_seq = ", secs(costs.per_sequence.value), " · 1 GHz / (", num(rf.sms), " SMs · ",

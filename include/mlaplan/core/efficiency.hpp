@@ -491,7 +491,8 @@ struct CalibratedTime {
   // What the fixed term counts (the fits solve its costs from these): the launches, the sequences
   // (or blocks, or pieces) each pays t_seq for, and the CTAs the busiest SM runs in each, ⌈CTAs / SMs⌉.
   double launches = 1, sequences = 0, cta_waves = 0;
-  double sequence_scale = 1;  // what each sequence's t_seq is multiplied by (block_cost_scale, times block_rows_scale)
+  double sequence_scale = 1;  // what each sequence's t_seq is multiplied by (block_cost_scale, times rows_scale)
+  double rows_scale = 1;      // ... the block_rows_scale part of it
   double fixed_scale = 1;     // what t_fixed is multiplied by (fixed_cost_scale)
   bool mmha = false;  // the launch runs TensorRT-LLM's MMHA decode kernel (launch_shape)
   // A block-scaled fp8 GEMM: its CTAs' reduction steps, ⌈K / 128⌉ (else 0), and their time at the
