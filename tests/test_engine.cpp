@@ -376,6 +376,12 @@ TEST_CASE("Hostile engine profiles: one line naming the file and key and value",
   CHECK(parse_error(profile_with("gqa_decode_xqa", {{"value", false}})) ==
         "p.json: key 'parameters.gqa_decode_xqa.source' = (absent): every engine number needs a source");
   CHECK(parse_error(profile_with("gqa_decode_xqa", {{"value", false}, {"source", "x"}})) == "(accepted)");
+  // XQA's one head group: 0 (every group) to 32, XQA's largest.
+  for (int ok : {0, 8, 32}) CHECK(parse_error(profile_with("gqa_decode_xqa_group", {{"value", ok}, {"source", "x"}})) == "(accepted)");
+  for (const char* bad : {"33", "-1", "1.5"})
+    CHECK(parse_error(profile_with("gqa_decode_xqa_group", {{"value", nlohmann::json::parse(bad)}, {"source", "x"}})) ==
+          fmt::format("p.json: key 'parameters.gqa_decode_xqa_group.value' = {}: expected a whole number from 0 to 32", nlohmann::json::parse(bad).dump()));
+  CHECK(parse_error(profile_with("gqa_decode_xqa_group", {{"value", "8"}, {"source", "x"}})).find("gqa_decode_xqa_group.value") != std::string::npos);
   // The all-to-all's slowdown beside overlapped compute: a factor from 1 to 100.
   for (double ok : {1.0, 1.24, 100.0}) CHECK(parse_error(profile_with("normal_overlap_slowdown", {{"value", ok}, {"source", "x"}})) == "(accepted)");
   for (const char* bad : {"0.9", "0", "-1", "101"})

@@ -30,16 +30,24 @@ const StepRow* row(const StepResult& r, StepComponent c) {
   return nullptr;
 }
 
-// A decode step of `batch` sequences at `context` keys on a layout, at speed of light.
-StepResult sol_step(const ModelSpec& m, const std::string& gpu, Parallelism par, std::int64_t batch, double context, Phase phase = Phase::decode) {
-  const HardwareSpec hw = load_gpu(gpu);
+// A step of one group of sequences on a layout with the model's default weights (DeepSeek-V3: fp8
+// linear weights, fp8 GEMMs and dispatch), no engine, the GPU's links.
+StepRequest plain_request(const ModelSpec& m, const HardwareSpec& hw, Phase phase, Parallelism par, SequenceGroup g, std::int64_t gpus_per_node = 8) {
   StepRequest req;
   req.phase = phase;
   req.w.par = par;
-  req.weights = default_weight_plan(m);  // DeepSeek-V3: fp8 linear weights, fp8 GEMMs and dispatch
-  req.w.groups = {phase == Phase::decode ? SequenceGroup{batch, 1, context - 1} : SequenceGroup{batch, context, 0}};
-  req.gpus_per_node = std::min<std::int64_t>(8, par.ranks());
+  req.weights = default_weight_plan(m);
+  req.w.groups = {g};
+  req.gpus_per_node = gpus_per_node;
   req.links = links_for(hw, StepOverheads{});
+  return req;
+}
+
+// A decode step of `batch` sequences at `context` keys on a layout, at speed of light.
+StepResult sol_step(const ModelSpec& m, const std::string& gpu, Parallelism par, std::int64_t batch, double context, Phase phase = Phase::decode) {
+  const HardwareSpec hw = load_gpu(gpu);
+  const StepRequest req = plain_request(m, hw, phase, par, phase == Phase::decode ? SequenceGroup{batch, 1, context - 1} : SequenceGroup{batch, context, 0},
+                                        std::min<std::int64_t>(8, par.ranks()));
   return step_time(m, hw, roofline_for(hw, DType::bf16, Efficiency{}), req);
 }
 
@@ -351,13 +359,7 @@ TEST_CASE("Every bundled model: an engine without XQA changes only a GQA decode 
     INFO(m.name);
     for (Phase phase : {Phase::decode, Phase::prefill}) {
       auto step = [&](bool xqa) {
-        StepRequest req;
-        req.phase = phase;
-        req.w.par = Parallelism{1, 1, 1};
-        req.weights = default_weight_plan(m);
-        req.w.groups = {phase == Phase::decode ? SequenceGroup{16, 1, 2047} : SequenceGroup{2, 512, 0}};
-        req.gpus_per_node = 8;
-        req.links = links_for(hw, StepOverheads{});
+        StepRequest req = plain_request(m, hw, phase, Parallelism{1, 1, 1}, phase == Phase::decode ? SequenceGroup{16, 1, 2047} : SequenceGroup{2, 512, 0});
         req.overheads.gqa_rope_kernels_decode = 1;
         req.overheads.gqa_decode_kernel_fuses_rope = true;
         req.overheads.gqa_decode_xqa = xqa;
@@ -376,6 +378,88 @@ TEST_CASE("Every bundled model: an engine without XQA changes only a GQA decode 
       }
       if (m.is_mla() || phase == Phase::prefill) CHECK(without.step_time.value == Approx(with.step_time.value).epsilon(1e-12));
     }
+  }
+}
+
+TEST_CASE("TensorRT-LLM 0.8's profile: XQA by default for head groups of 8 only, MMHA for the others", "[serving][engine]") {
+  const ModelSpec llama70 = test::model("llama-2-70b-hf"), mistral = test::model("mistral-7b-v0.1");
+  const StepEngine v08 = load_step_engine("trtllm@0.8.0", llama70);
+  CHECK(v08.overheads.gqa_decode_xqa);
+  CHECK(v08.overheads.gqa_decode_xqa_group == 8);
+  CHECK(v08.overheads.source.find("trtllm-0.8.0.json") != std::string::npos);
+  CHECK(load_step_engine("trtllm@0.9.0", llama70).overheads.gqa_decode_xqa_group == 8);
+  CHECK(load_step_engine("trtllm@1.0.0", llama70).overheads.gqa_decode_xqa_group == 0);  // every group
+  CHECK_FALSE(load_step_engine("trtllm@0.7.1", llama70).overheads.gqa_decode_xqa);
+  // 64 sequences at 3,000 keys over a bf16 cache on H100: Llama-2-70B at TP4 (16 query heads over 2
+  // KV heads a rank, a group of 8) runs XQA under 0.8 as under 1.0; Mistral-7B at TP1 (32 over 8, a
+  // group of 4) runs MMHA under 0.8 as under 0.5, and XQA under 1.0.
+  const HardwareSpec hw = load_gpu("h100");
+  const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
+  auto decode = [&](const ModelSpec& m, std::int64_t tp, const std::string& engine) {
+    StepRequest req;
+    req.phase = Phase::decode;
+    req.w.par = Parallelism{tp, 1, 1};
+    set_step_weights(req, m, WeightDtype::bf16);
+    req.w.groups = {SequenceGroup{64, 1, 2999}};
+    req.gpus_per_node = 8;
+    apply_step_engine(req, load_step_engine(engine, m));
+    req.links = links_for(hw, req.overheads);
+    return step_time(m, hw, rf, req);
+  };
+  const auto attention = [](const StepResult& r) { return row(r, StepComponent::attention_core)->time.value; };
+  const auto says_group = [](const StepResult& r) {
+    return std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) { return n.find("take 8 query heads per KV head only") != std::string::npos; });
+  };
+  const StepResult l08 = decode(llama70, 4, "trtllm@0.8.0"), l10 = decode(llama70, 4, "trtllm@1.0.0"), l05 = decode(llama70, 4, "trtllm@0.5.0");
+  CHECK(attention(l08) == Approx(attention(l10)).epsilon(1e-12));
+  CHECK(attention(l05) > 2 * attention(l08));
+  CHECK_FALSE(says_group(l08));
+  const StepResult m08 = decode(mistral, 1, "trtllm@0.8.0"), m10 = decode(mistral, 1, "trtllm@1.0.0"), m05 = decode(mistral, 1, "trtllm@0.5.0");
+  CHECK(attention(m08) == Approx(attention(m05)).epsilon(1e-12));
+  CHECK(attention(m08) > 1.5 * attention(m10));
+  CHECK(says_group(m08));
+  CHECK_FALSE(says_group(m10));
+  // The op itself: MMHA's launch where the group is not the one XQA takes.
+  Roofline only8 = rf;
+  only8.xqa_only_group = 8;
+  Op op;
+  op.tiling.decode_kernel = true;
+  op.tiling.xqa_group = true;
+  op.tiling.head_group = 4;
+  CHECK_FALSE(xqa_takes_group(only8, op.tiling));
+  REQUIRE(as_launched(op, only8).has_value());
+  CHECK_FALSE(as_launched(op, only8)->tiling.xqa_group);
+  op.tiling.head_group = 8;
+  CHECK(xqa_takes_group(only8, op.tiling));
+  CHECK_FALSE(as_launched(op, only8).has_value());
+  CHECK(xqa_takes_group(rf, op.tiling));  // no group named: every one
+}
+
+TEST_CASE("Every bundled model: XQA for its own head group only times as XQA for every group, for another group as no XQA", "[serving][property]") {
+  const HardwareSpec hw = load_gpu("h100");
+  const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
+  for (const ModelSpec& m : test::all_models()) {
+    INFO(m.name);
+    const double group = m.kv_heads > 0 ? std::max(1.0, static_cast<double>(m.heads) / static_cast<double>(m.kv_heads)) : 1.0;
+    auto step = [&](bool xqa, double only) {
+      StepRequest req = plain_request(m, hw, Phase::decode, Parallelism{1, 1, 1}, SequenceGroup{16, 1, 2047});
+      req.overheads.gqa_decode_xqa = xqa;
+      req.overheads.gqa_decode_xqa_group = only;
+      return step_time(m, hw, rf, req);
+    };
+    const StepResult every = step(true, 0), own = step(true, group), other = step(true, group + 1), none = step(false, 0);
+    for (int i = 0; i < kStepComponentCount; ++i) {
+      const auto c = static_cast<StepComponent>(i);
+      INFO(to_string(c));
+      const auto time_of = [c](const StepResult& r) {
+        const StepRow* x = row(r, c);
+        return x ? x->time.value : 0.0;
+      };
+      CHECK(time_of(own) == Approx(time_of(every)).epsilon(1e-12));
+      CHECK(time_of(other) == Approx(time_of(none)).epsilon(1e-12));
+    }
+    CHECK(own.step_time.value == Approx(every.step_time.value).epsilon(1e-12));
+    CHECK(other.step_time.value == Approx(none.step_time.value).epsilon(1e-12));
   }
 }
 
@@ -416,13 +500,7 @@ TEST_CASE("Worked example: the expanded path's keys are assembled, each head's K
   const ModelSpec m = test::model("deepseek-v3");
   const HardwareSpec hw = load_gpu("h200");
   auto other_bytes = [&](double threshold, std::string& path, double chunk = 0) {
-    StepRequest req;
-    req.phase = Phase::prefill;
-    req.w.par = Parallelism{1, 8, 8};
-    req.weights = default_weight_plan(m);
-    req.w.groups = {SequenceGroup{64, 128, 0}};
-    req.gpus_per_node = 8;
-    req.links = links_for(hw, StepOverheads{});
+    StepRequest req = plain_request(m, hw, Phase::prefill, Parallelism{1, 8, 8}, SequenceGroup{64, 128, 0});
     EnginePolicy rule;
     rule.rule = ExtendRule::query_split;  // Q <= threshold absorbs
     rule.threshold = threshold;
@@ -1389,8 +1467,11 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: median of the totals within 3.7%, and 61 of the 62 within 20% (README,
-  // Validation). The normal all-to-all's slowdown beside overlapped compute (SGLang's profile, 1.24
+  // The published error: median of the totals within 5.9%, and 82 of the 86 within 20% (README,
+  // Validation). TensorRT-LLM v0.8.0's page (24 Llama-2 rows on H100 and A100, under its own 0.8.0
+  // profile, nothing fitted on them) took them from 62 totals, median 3.5%, 61 within 20%: its 70B
+  // first tokens at 128 tokens on 8 GPUs (+27.5%, +31.8%, launch-bound at v0.5's launch time) and 70B
+  // at 128/2,048 on 4 H100s (+27.9%) are past 20%. Before them, The normal all-to-all's slowdown beside overlapped compute (SGLang's profile, 1.24
   // from DeepSeek's bars against the blog's unit test) took SGLang's H100 prefill +12.3/+16.0/+20.4%
   // -> -2.6/+2.9/+7.3%, DeepSeek's prefill profile +14.6% -> +4.7%: median 4.2% -> 3.5%, upper 3.6%. TensorRT-LLM v0.5's five H100 rows with a 2,048-token side joined with its own
   // profile (MMHA decode): 39 totals, median 6.0%, before; 44, 5.5%, after; then its A100 and L40S
@@ -1406,9 +1487,9 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
   // residual norms and the gated activation read both their inputs, and the blog's DeepEP held its 24
   // SMs, 36 were within 20% (4K +23.4%, balanced +21.8%).
   std::sort(totals.begin(), totals.end());
-  CHECK(totals.size() == 62);
-  CHECK(totals[totals.size() / 2] <= 0.037);
-  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 61);
+  CHECK(totals.size() == 86);
+  CHECK(totals[totals.size() / 2] <= 0.059);
+  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 82);
 }
 
 TEST_CASE("Serving measurements: a decode profile's overlapped dispatch and combine parts are flagged as not like for like", "[serving][validate]") {
@@ -1528,6 +1609,20 @@ namespace {
 TEST_CASE("plan tries the batch memory holds where memory cuts the tried batches short", "[serving]") {
   const std::vector<std::int64_t> tried{1, 2, 4, 8, 16, 32, 64};
   CHECK(plan_batches(tried, 63) == std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 63});
+  // The batches tried up to a largest: the powers of two below it, and it (a benchmark's 120 or 896).
+  CHECK(batch_ladder(64) == tried);
+  CHECK(batch_ladder(120) == std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64, 120});
+  CHECK(batch_ladder(1) == std::vector<std::int64_t>{1});
+  CHECK(batch_ladder(3) == std::vector<std::int64_t>{1, 2, 3});
+  CHECK(batch_ladder(0).empty());
+  // plan tries the table's batch itself: TensorRT-LLM v0.8's 7B row at 120 sequences of 128 + 2,048
+  // tokens (8 candidates: 1 .. 64 and 120), where it once refused any batch but a power of two.
+  const test::Run r120 = test::run("plan --model llama-2-7b-hf --gpu h100-sxm --engine trtllm@0.8.0 --isl 128 --osl 2048 --max-gpus 1 --tp 1 --dp 1 "
+                                   "--max-batch 120 --weight-dtype fp8_tensor --kv-dtype fp8 --format json");
+  REQUIRE(r120.code == 0);
+  const json j120 = json::parse(r120.out);
+  CHECK(j120["candidates"] == 8);
+  CHECK(j120["best_batch"] == 120);
   CHECK(plan_batches(tried, 64) == tried);
   CHECK(plan_batches(tried, 1000) == tried);  // the largest tried batch bounds it
   CHECK(plan_batches(tried, 3) == std::vector<std::int64_t>{1, 2, 3});

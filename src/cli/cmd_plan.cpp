@@ -78,8 +78,7 @@ Document plan(const PlanFlags& f, CLI::App* app, Context& ctx) {
   }
   if (req.ep > 1 && !m.moe) fail_flag("--ep", std::to_string(req.ep), m.name + " has no routed experts to split");
   const std::int64_t max_batch = positive("--max-batch", f.max_batch, 1 << 20);
-  if ((max_batch & (max_batch - 1)) != 0) fail_flag("--max-batch", std::to_string(max_batch), "expected a power of two (batches 1, 2, 4, ... are tried)");
-  for (std::int64_t b = 1; b <= max_batch; b *= 2) req.batches.push_back(b);
+  req.batches = batch_ladder(max_batch);
   const PlanResult st = plan_layouts(m, r.hw, r.rf, req);
   if (st.rows.empty() && st.skipped.empty()) {
     // Every layout the budget allows was left out by the held parts.
@@ -108,7 +107,7 @@ void register_plan_command(CLI::App& app, Context& ctx) {
   c->add_option("--tp", f->tp, "hold the tensor-parallel size (default: searched)");
   c->add_option("--dp", f->dp, "hold the data-parallel attention replicas (default: searched)");
   c->add_option("--ep", f->ep, "hold the expert-parallel size: 1 or every rank (default: searched)");
-  c->add_option("--max-batch", f->max_batch, "largest batch per DP replica tried (powers of two up to it)")->capture_default_str();
+  c->add_option("--max-batch", f->max_batch, "largest batch per DP replica tried (the powers of two below it, and it)")->capture_default_str();
   c->add_option("--rate", f->rate, "requests per second to serve: the fewest GPUs that do");
   c->add_option("--sequences", f->sequences, "memory only: the fewest GPUs that hold this many sequences of --context tokens");
   c->add_option("--context", f->context, "with --sequences: tokens per sequence");

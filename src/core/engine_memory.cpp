@@ -128,6 +128,9 @@ const std::vector<EngineParamSpec>& engine_param_specs() {
        "no such decode kernel where TensorRT-LLM's decode kernel rotates and appends itself (MMHA; XQA's QGMMA over an fp8 cache on Hopper)", true},
       {"gqa_decode_xqa", K::flag, false, false, true,
        "GQA decode steps may run TensorRT-LLM's XQA kernels (false: every one runs MMHA, one block per query head, as before XQA; default true)", true},
+      {"gqa_decode_xqa_group", K::count, false, false, true,
+       "the only head group (query heads per KV head) the XQA kernels take, other groups' decode steps running MMHA (0: every group from 2 to 32; default 0)",
+       true, 0, false, 32},
   };
   return specs;
 }

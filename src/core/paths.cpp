@@ -334,6 +334,7 @@ Tiling packed_gqa_tiling(const Workload& w, double kv_heads, double group, doubl
   }
   // XQA's test counts every block at the longest sequence's multi-block count (mayHavePerfGain).
   t.xqa_group = group > 1 && group <= kXqaMaxGroup;
+  t.head_group = group;
   t.xqa_fp8_cache = w.kv == KvDtype::fp8;
   t.xqa_partial_bytes = partial_bytes;
   t.xqa_gain_blocks = blocks * std::max(1.0, std::floor(most_keys / kXqaHistoryPerBlock));

@@ -108,9 +108,11 @@ bool runs_at_fp8_peak(const Op& op, const Roofline& rf) {
 
 bool takes_fp8_efficiency(const Op& op, const Roofline& rf) { return runs_at_fp8_peak(op, rf) || rf.fp8_compute; }
 
+bool xqa_takes_group(const Roofline& rf, const Tiling& t) { return !(rf.xqa_only_group > 0) || t.head_group == rf.xqa_only_group; }
+
 std::optional<Op> as_launched(const Op& op, const Roofline& rf) {
   const bool deepgemm = rf.deepgemm && !op.deepgemm && block_scaled_gemm(op, takes_fp8_efficiency(op, rf));
-  const bool mmha = !rf.xqa && op.tiling.decode_kernel && op.tiling.xqa_group && !op.tiling.multi_query;
+  const bool mmha = (!rf.xqa || !xqa_takes_group(rf, op.tiling)) && op.tiling.decode_kernel && op.tiling.xqa_group && !op.tiling.multi_query;
   if (!deepgemm && !mmha) return std::nullopt;
   Op o = op;
   o.deepgemm = o.deepgemm || deepgemm;

@@ -609,6 +609,7 @@ StepOverheads step_overheads(const EngineProfile& p) {
   o.deepgemm_hopper = num("deepgemm_hopper", 0) != 0;
   o.deepgemm_blackwell = num("deepgemm_blackwell", 0) != 0;
   o.gqa_decode_xqa = num("gqa_decode_xqa", 1) != 0;
+  o.gqa_decode_xqa_group = num("gqa_decode_xqa_group", 0);
   o.source = p.label() + " (" + p.file + ")";
   return o;
 }
@@ -666,6 +667,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   Roofline rf = engine_free;
   rf.deepgemm = runs_deepgemm(req.overheads, hw);
   rf.xqa = req.overheads.gqa_decode_xqa;
+  rf.xqa_only_group = req.overheads.gqa_decode_xqa_group;
   StepResult out;
   out.phase = req.phase;
   Ctx c{m, req, rf, hw};
@@ -931,6 +933,11 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   if (req.mtp_draft > 0 && m.mtp_layers == 0) out.notes.push_back(m.name + " has no MTP module: no draft tokens");
   if (!rf.xqa && req.phase == Phase::decode && !m.is_mla())
     out.notes.push_back("GQA decode runs MMHA, one block per query head and sequence: the engine has no XQA (gqa_decode_xqa false)");
+  else if (rf.xqa_only_group > 0 && req.phase == Phase::decode && !m.is_mla() && m.kv_heads > 0 && m.heads > m.kv_heads &&
+           static_cast<double>(m.heads) / static_cast<double>(m.kv_heads) != rf.xqa_only_group)
+    out.notes.push_back("GQA decode runs MMHA, one block per query head and sequence: the engine's XQA kernels take " +
+                        std::to_string(static_cast<std::int64_t>(rf.xqa_only_group)) + " query heads per KV head only (gqa_decode_xqa_group), this model " +
+                        std::to_string(m.heads) + " per " + std::to_string(m.kv_heads));
   return out;
 }
 
@@ -964,6 +971,13 @@ std::vector<Parallelism> layouts_of(const ModelSpec& m, std::int64_t g) {
 }
 
 }  // namespace
+
+std::vector<std::int64_t> batch_ladder(std::int64_t most) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t b = 1; b < most; b *= 2) out.push_back(b);
+  if (most >= 1) out.push_back(most);
+  return out;
+}
 
 std::vector<std::int64_t> plan_batches(const std::vector<std::int64_t>& tried, std::int64_t fit) {
   std::vector<std::int64_t> out;

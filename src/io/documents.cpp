@@ -819,7 +819,7 @@ Document plan_document(const ModelSpec& m, const RooflineUsed& r, const PlanRequ
   }
   doc.notes.push_back(fmt::format("TPOT: decode step at the mean context {} + {}/2 per token emitted; TTFT: prefill of one prompt per DP replica; "
                                   "tok/s/GPU: the batch's output tokens over its prefill and {} decode steps.", req.isl, req.osl, req.osl));
-  doc.notes.push_back("Batches tried per DP replica: powers of two up to the largest asked for, and where memory cuts them short the most that fit at the input plus output length.");
+  doc.notes.push_back("Batches tried per DP replica: the powers of two below the largest asked for and it, and where memory cuts them short the most that fit at the input plus output length.");
   return doc;
 }
 

@@ -199,7 +199,7 @@ std::vector<ServingCheck> check_serving(const std::vector<ServingMeasurement>& r
       p.max_gpus = r.par.ranks();
       p.tp = r.par.tp, p.dp = r.par.dp;  // the measured layout; its batch searched
       if (r.ep_given) p.ep = r.par.ep;
-      for (std::int64_t b = 1; b <= r.batch; b *= 2) p.batches.push_back(b);
+      p.batches = batch_ladder(r.batch);
       const PlanResult pr = plan_layouts(m, hw, rf, p);
       if (!pr.best) fail(at, "no layout within the GPUs fits");
       c.predicted = pr.rows[*pr.best].tokens_per_s_per_gpu;

@@ -84,6 +84,9 @@ struct Tiling {
   // most mmha_key_tiles tiles.
   bool xqa_group = false;
   double xqa_gain_blocks = 0;
+  // The decode step's head group (query heads per KV head), for an engine whose XQA kernels take one
+  // group only (Roofline::xqa_only_group). 0: not a GQA decode kernel.
+  double head_group = 0;
   // Whether the decode step reads an fp8 (E4M3) cache: TensorRT-LLM's dispatch then prefers XQA wherever
   // it has a kernel for the head group, however few its blocks (DecoderXQARunner::shouldUse, for
   // 16-bit queries and no fp8 output, which every decode step here has whatever its GEMMs' dtype;

@@ -34,6 +34,9 @@ struct Roofline {
   // (MMHA) instead, one block per query head (op_time gives such ops Tiling::xqa_group false), as
   // TensorRT-LLM did before XQA.
   bool xqa = true;
+  // ... and the only head group its XQA kernels take (gqa_decode_xqa_group; 0: every group XQA's
+  // dispatch takes, 2 to 32): a GQA decode step of another group runs MMHA, as where xqa is false.
+  double xqa_only_group = 0;
   // The non-tensor FP32 peak, at which a calibrated family's MMHA launches compute where the family
   // has eta_compute_mmha (efficiency.hpp); 0: unknown.
   FlopsPerSecond peak_cuda_core{0};
@@ -82,9 +85,12 @@ OpTime op_time(const Op& op, const Roofline& rf);
 bool takes_fp8_efficiency(const Op& op, const Roofline& rf);
 // The op as the Roofline's engine launches it, where op_time (and --explain) time it otherwise than
 // the op says: a block-scaled fp8 GEMM as DeepGEMM's where the engine runs DeepGEMM
-// (Roofline::deepgemm); a GQA decode kernel through MMHA where the engine has no XQA (Roofline::xqa).
-// nullopt: as the op says.
+// (Roofline::deepgemm); a GQA decode kernel through MMHA where the engine has no XQA (Roofline::xqa)
+// or no XQA kernel for its head group (xqa_takes_group). nullopt: as the op says.
 std::optional<Op> as_launched(const Op& op, const Roofline& rf);
+// Whether the engine's XQA kernels take a decode op's head group (Tiling::head_group): every group
+// but where the engine's take one only (Roofline::xqa_only_group).
+bool xqa_takes_group(const Roofline& rf, const Tiling& t);
 // Whether an op computes at the fp8 peak: an fp8 op, or the absorbed path's latent attention over an
 // fp8 cache where the GPU runs fp8 generation MLA; never where the GPU has no fp8 peak.
 bool runs_at_fp8_peak(const Op& op, const Roofline& rf);

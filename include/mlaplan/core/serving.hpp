@@ -134,6 +134,9 @@ struct StepOverheads {
   // Whether the engine has TensorRT-LLM's XQA decode kernels (gqa_decode_xqa; the Roofline's xqa),
   // else its GQA decode steps run MMHA. True for every engine without the key.
   bool gqa_decode_xqa = true;
+  // ... and the only head group they take (gqa_decode_xqa_group; the Roofline's xqa_only_group): 0,
+  // every group from 2 to 32.
+  double gqa_decode_xqa_group = 0;
   std::string source;  // "sglang@0.5.4+ (engines/sglang-0.5.4.json)" or why none applies
 };
 
@@ -314,6 +317,9 @@ struct PlanResult {
   std::optional<std::size_t> fewest_for_rate;  // fewest GPUs that serve the rate among those rows
 };
 
+// The batches per DP replica plan tries up to `most`: the powers of two below it, and `most` itself
+// (a benchmark's static batch, 120 or 896, need not be one). Empty for `most` < 1.
+std::vector<std::int64_t> batch_ladder(std::int64_t most);
 // The batches per DP replica a layout is timed at: those of `tried` that fit (at most `fit`
 // sequences per replica), and `fit` itself where a tried batch is larger and `fit` is not tried.
 std::vector<std::int64_t> plan_batches(const std::vector<std::int64_t>& tried, std::int64_t fit);
