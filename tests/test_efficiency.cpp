@@ -443,8 +443,10 @@ TEST_CASE("An engine without XQA (TensorRT-LLM 0.5) times a GQA decode launch as
   Op prompt = op;
   prompt.tiling.decode_kernel = false;
   CHECK_FALSE(as_launched(prompt, rf).has_value());
-  // The speed-of-light bound keeps the engine's kernels.
+  // The speed-of-light bound keeps the engine's kernels, and the head group its XQA takes.
   CHECK_FALSE(speed_of_light(rf).xqa);
+  rf.xqa_only_group = 8;
+  CHECK(speed_of_light(rf).xqa_only_group == 8);
 }
 
 TEST_CASE("A GQA decode block costs SM cycles: one fitted cost carries between GPUs by SMs and clock", "[efficiency][example]") {

@@ -408,7 +408,7 @@ TEST_CASE("TensorRT-LLM 0.8's profile: XQA by default for head groups of 8 only,
   };
   const auto attention = [](const StepResult& r) { return row(r, StepComponent::attention_core)->time.value; };
   const auto says_group = [](const StepResult& r) {
-    return std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) { return n.find("take 8 query heads per KV head only") != std::string::npos; });
+    return std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) { return n.find("take 8 query heads per KV head only (gqa_decode_xqa_group), each rank here 4") != std::string::npos; });
   };
   const StepResult l08 = decode(llama70, 4, "trtllm@0.8.0"), l10 = decode(llama70, 4, "trtllm@1.0.0"), l05 = decode(llama70, 4, "trtllm@0.5.0");
   CHECK(attention(l08) == Approx(attention(l10)).epsilon(1e-12));
@@ -419,6 +419,11 @@ TEST_CASE("TensorRT-LLM 0.8's profile: XQA by default for head groups of 8 only,
   CHECK(attention(m08) > 1.5 * attention(m10));
   CHECK(says_group(m08));
   CHECK_FALSE(says_group(m10));
+  // The group is each rank's: Llama-2-70B at TP16 holds 4 query heads and one replicated KV head a
+  // rank, a group of 4, so MMHA runs and the note says so (at TP4, 16 over 2: XQA, no note).
+  const StepResult l08tp16 = decode(llama70, 16, "trtllm@0.8.0");
+  CHECK(says_group(l08tp16));
+  CHECK(attention(l08tp16) > attention(decode(llama70, 16, "trtllm@1.0.0")));
   // The op itself: MMHA's launch where the group is not the one XQA takes.
   Roofline only8 = rf;
   only8.xqa_only_group = 8;

@@ -129,7 +129,7 @@ const std::vector<EngineParamSpec>& engine_param_specs() {
       {"gqa_decode_xqa", K::flag, false, false, true,
        "GQA decode steps may run TensorRT-LLM's XQA kernels (false: every one runs MMHA, one block per query head, as before XQA; default true)", true},
       {"gqa_decode_xqa_group", K::count, false, false, true,
-       "the only head group (query heads per KV head) the XQA kernels take, other groups' decode steps running MMHA (0: every group from 2 to 32; default 0)",
+       "the only head group (query heads per KV head, per rank) the XQA kernels take, other groups' decode steps running MMHA (0: every group from 2 to 32, the default; 1: none)",
        true, 0, false, 32},
   };
   return specs;

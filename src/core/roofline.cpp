@@ -82,6 +82,7 @@ Roofline speed_of_light(const Roofline& rf) {
   s.latent_fp8 = rf.latent_fp8;
   s.deepgemm = rf.deepgemm;
   s.xqa = rf.xqa;
+  s.xqa_only_group = rf.xqa_only_group;
   return s;
 }
 

@@ -933,11 +933,16 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   if (req.mtp_draft > 0 && m.mtp_layers == 0) out.notes.push_back(m.name + " has no MTP module: no draft tokens");
   if (!rf.xqa && req.phase == Phase::decode && !m.is_mla())
     out.notes.push_back("GQA decode runs MMHA, one block per query head and sequence: the engine has no XQA (gqa_decode_xqa false)");
-  else if (rf.xqa_only_group > 0 && req.phase == Phase::decode && !m.is_mla() && m.kv_heads > 0 && m.heads > m.kv_heads &&
-           static_cast<double>(m.heads) / static_cast<double>(m.kv_heads) != rf.xqa_only_group)
-    out.notes.push_back("GQA decode runs MMHA, one block per query head and sequence: the engine's XQA kernels take " +
-                        std::to_string(static_cast<std::int64_t>(rf.xqa_only_group)) + " query heads per KV head only (gqa_decode_xqa_group), this model " +
-                        std::to_string(m.heads) + " per " + std::to_string(m.kv_heads));
+  else if (rf.xqa_only_group > 0 && req.phase == Phase::decode && !m.is_mla() && m.kv_heads > 0) {
+    // The head group each rank's decode kernel runs (its query heads over its KV heads, which TP
+    // replicates past the model's count), as the attention op's tiling has it.
+    const double tp = static_cast<double>(req.w.par.tp);
+    const double group = std::max(1.0, static_cast<double>(m.heads) / tp / static_cast<double>(kv_heads_per_rank(m, req.w.par.tp)));
+    if (group > 1 && group != rf.xqa_only_group)
+      out.notes.push_back("GQA decode runs MMHA, one block per query head and sequence: the engine's XQA kernels take " +
+                          std::to_string(static_cast<std::int64_t>(rf.xqa_only_group)) + " query heads per KV head only (gqa_decode_xqa_group), each rank here " +
+                          std::to_string(static_cast<std::int64_t>(group)));
+  }
   return out;
 }
 
