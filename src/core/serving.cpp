@@ -933,16 +933,15 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   if (req.mtp_draft > 0 && m.mtp_layers == 0) out.notes.push_back(m.name + " has no MTP module: no draft tokens");
   if (!rf.xqa && req.phase == Phase::decode && !m.is_mla())
     out.notes.push_back("GQA decode runs MMHA, one block per query head and sequence: the engine has no XQA (gqa_decode_xqa false)");
-  else if (rf.xqa_only_group > 0 && req.phase == Phase::decode && !m.is_mla() && m.kv_heads > 0) {
-    // The head group each rank's decode kernel runs (its query heads over its KV heads, which TP
-    // replicates past the model's count), as the attention op's tiling has it.
-    const double tp = static_cast<double>(req.w.par.tp);
-    const double group = std::max(1.0, static_cast<double>(m.heads) / tp / static_cast<double>(kv_heads_per_rank(m, req.w.par.tp)));
-    if (group > 1 && group != rf.xqa_only_group)
-      out.notes.push_back("GQA decode runs MMHA, one block per query head and sequence: the engine's XQA kernels take " +
-                          std::to_string(static_cast<std::int64_t>(rf.xqa_only_group)) + " query heads per KV head only (gqa_decode_xqa_group), each rank here " +
-                          std::to_string(static_cast<std::int64_t>(group)));
-  }
+  else if (rf.xqa)
+    // A decode launch as_launched turned into MMHA for its head group (each rank's, on its tiling).
+    for (const OpRow& r : path.ops)
+      if (r.op.kind() == OpKind::attention && as_launched(r.op, rf) && !xqa_takes_group(rf, r.op.tiling)) {
+        out.notes.push_back("GQA decode runs MMHA, one block per query head and sequence: the engine's XQA kernels take " +
+                            std::to_string(static_cast<std::int64_t>(rf.xqa_only_group)) + " query heads per KV head only (gqa_decode_xqa_group), each rank here " +
+                            std::to_string(static_cast<std::int64_t>(r.op.tiling.head_group)));
+        break;
+      }
   return out;
 }
 
