@@ -376,6 +376,15 @@ TEST_CASE("Hostile engine profiles: one line naming the file and key and value",
   CHECK(parse_error(profile_with("gqa_decode_xqa", {{"value", false}})) ==
         "p.json: key 'parameters.gqa_decode_xqa.source' = (absent): every engine number needs a source");
   CHECK(parse_error(profile_with("gqa_decode_xqa", {{"value", false}, {"source", "x"}})) == "(accepted)");
+  // XQA's generation: three flags, each with its source.
+  for (const char* key : {"gqa_decode_xqa_hopper_kernel", "gqa_decode_fp8_forces_xqa", "gqa_decode_multi_block"}) {
+    INFO(key);
+    for (bool ok : {false, true}) CHECK(parse_error(profile_with(key, {{"value", ok}, {"source", "x"}})) == "(accepted)");
+    for (const char* bad : {"0", "1", "\"false\"", "null"})
+      CHECK(parse_error(profile_with(key, {{"value", nlohmann::json::parse(bad)}, {"source", "x"}})) ==
+            fmt::format("p.json: key 'parameters.{}.value' = {}: expected true or false", key, nlohmann::json::parse(bad).dump()));
+    CHECK(parse_error(profile_with(key, {{"value", true}})) == fmt::format("p.json: key 'parameters.{}.source' = (absent): every engine number needs a source", key));
+  }
   // XQA's one head group: 0 (every group) to 32, XQA's largest.
   for (int ok : {0, 8, 32}) CHECK(parse_error(profile_with("gqa_decode_xqa_group", {{"value", ok}, {"source", "x"}})) == "(accepted)");
   for (const char* bad : {"33", "-1", "1.5"})

@@ -153,6 +153,23 @@ StepResult gqa_step(const ModelSpec& m, const HardwareSpec& hw, Phase phase, Seq
 }
 bool has_op(const StepRow& r, OpId id) { return std::find(r.ops.begin(), r.ops.end(), id) != r.ops.end(); }
 
+// That two steps of `m` differ only where an engine's GQA decode kernel choice can move them: a
+// non-MLA decode step's attention and the kernels around it (elementwise); nothing else, and an MLA
+// or prefill step not at all.
+void check_only_gqa_decode_moves(const ModelSpec& m, Phase phase, const StepResult& a, const StepResult& b) {
+  for (int i = 0; i < kStepComponentCount; ++i) {
+    const auto c = static_cast<StepComponent>(i);
+    INFO(to_string(c));
+    const bool may_move = phase == Phase::decode && !m.is_mla() && (c == StepComponent::attention_core || c == StepComponent::elementwise);
+    const auto time_of = [c](const StepResult& r) {
+      const StepRow* x = row(r, c);
+      return x ? x->time.value : 0.0;
+    };
+    if (!may_move) CHECK(time_of(a) == Approx(time_of(b)).epsilon(1e-12));
+  }
+  if (m.is_mla() || phase == Phase::prefill) CHECK(a.step_time.value == Approx(b.step_time.value).epsilon(1e-12));
+}
+
 TEST_CASE("Worked example: residual norms and the gated activation's bytes, Llama's two norms against Gemma-2's four", "[serving]") {
   // One H100, decode, 8 sequences, bf16 weights, no RoPE kernels of the engine's: the elementwise
   // component is the norms and the gated activation. A residual norm reads the hidden state and the
@@ -365,18 +382,7 @@ TEST_CASE("Every bundled model: an engine without XQA changes only a GQA decode 
         req.overheads.gqa_decode_xqa = xqa;
         return step_time(m, hw, rf, req);
       };
-      const StepResult with = step(true), without = step(false);
-      for (int i = 0; i < kStepComponentCount; ++i) {
-        const auto c = static_cast<StepComponent>(i);
-        INFO(to_string(c));
-        const bool may_move = phase == Phase::decode && !m.is_mla() && (c == StepComponent::attention_core || c == StepComponent::elementwise);
-        const auto time_of = [c](const StepResult& r) {
-          const StepRow* x = row(r, c);
-          return x ? x->time.value : 0.0;
-        };
-        if (!may_move) CHECK(time_of(without) == Approx(time_of(with)).epsilon(1e-12));
-      }
-      if (m.is_mla() || phase == Phase::prefill) CHECK(without.step_time.value == Approx(with.step_time.value).epsilon(1e-12));
+      check_only_gqa_decode_moves(m, phase, step(false), step(true));
     }
   }
 }
@@ -395,23 +401,28 @@ TEST_CASE("TensorRT-LLM 0.8's profile: XQA by default for head groups of 8 only,
   // group of 4) runs MMHA under 0.8 as under 0.5, and XQA under 1.0.
   const HardwareSpec hw = load_gpu("h100");
   const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
-  auto decode = [&](const ModelSpec& m, std::int64_t tp, const std::string& engine) {
+  auto decode_with = [&](const ModelSpec& m, std::int64_t tp, const StepEngine& e) {
     StepRequest req;
     req.phase = Phase::decode;
     req.w.par = Parallelism{tp, 1, 1};
     set_step_weights(req, m, WeightDtype::bf16);
     req.w.groups = {SequenceGroup{64, 1, 2999}};
     req.gpus_per_node = 8;
-    apply_step_engine(req, load_step_engine(engine, m));
+    apply_step_engine(req, e);
     req.links = links_for(hw, req.overheads);
     return step_time(m, hw, rf, req);
   };
+  auto decode = [&](const ModelSpec& m, std::int64_t tp, const std::string& engine) { return decode_with(m, tp, load_step_engine(engine, m)); };
   const auto attention = [](const StepResult& r) { return row(r, StepComponent::attention_core)->time.value; };
   const auto says_group = [](const StepResult& r) {
     return std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) { return n.find("take 8 query heads per KV head only (gqa_decode_xqa_group), each rank here 4") != std::string::npos; });
   };
   const StepResult l08 = decode(llama70, 4, "trtllm@0.8.0"), l10 = decode(llama70, 4, "trtllm@1.0.0"), l05 = decode(llama70, 4, "trtllm@0.5.0");
-  CHECK(attention(l08) == Approx(attention(l10)).epsilon(1e-12));
+  // Over a bf16 cache 0.8's XQA is 1.0's but for multi-block mode, off in 0.8.
+  StepEngine v10_one_block = load_step_engine("trtllm@1.0.0", llama70);
+  v10_one_block.overheads.gqa_decode_multi_block = false;
+  CHECK(attention(l08) == Approx(attention(decode_with(llama70, 4, v10_one_block))).epsilon(1e-12));
+  CHECK(attention(l08) != Approx(attention(l10)).epsilon(1e-6));
   CHECK(attention(l05) > 2 * attention(l08));
   CHECK_FALSE(says_group(l08));
   const StepResult m08 = decode(mistral, 1, "trtllm@0.8.0"), m10 = decode(mistral, 1, "trtllm@1.0.0"), m05 = decode(mistral, 1, "trtllm@0.5.0");
@@ -423,6 +434,10 @@ TEST_CASE("TensorRT-LLM 0.8's profile: XQA by default for head groups of 8 only,
   // rank, a group of 4, so MMHA runs and the note says so (at TP4, 16 over 2: XQA, no note).
   const StepResult l08tp16 = decode(llama70, 16, "trtllm@0.8.0");
   CHECK(says_group(l08tp16));
+  // An MHA model (Llama-2-7B, a group of 1) runs MMHA under every version: no note, though 0.8's
+  // launch differs from 1.0's (no multi-block split at 3,000 keys).
+  const StepResult mha08 = decode(test::model("llama-2-7b-hf"), 1, "trtllm@0.8.0");
+  CHECK(std::none_of(mha08.notes.begin(), mha08.notes.end(), [](const std::string& n) { return n.find("gqa_decode_xqa_group") != std::string::npos; }));
   CHECK(attention(l08tp16) > attention(decode(llama70, 16, "trtllm@1.0.0")));
   // The op itself: MMHA's launch where the group is not the one XQA takes.
   Roofline only8 = rf;
@@ -438,6 +453,141 @@ TEST_CASE("TensorRT-LLM 0.8's profile: XQA by default for head groups of 8 only,
   CHECK(xqa_takes_group(only8, op.tiling));
   CHECK_FALSE(as_launched(op, only8).has_value());
   CHECK(xqa_takes_group(rf, op.tiling));  // no group named: every one
+}
+
+TEST_CASE("TensorRT-LLM 0.8's XQA generation: Ampere-style on Hopper, chosen by its blocks alone, one block per sequence and KV head", "[serving][engine]") {
+  const ModelSpec llama70 = test::model("llama-2-70b-hf");
+  // The keys: 0.5 and 0.8 (and the versions up to the next profile) false, 1.0 true.
+  for (const char* v : {"trtllm@0.5.0", "trtllm@0.8.0", "trtllm@0.9.0"}) {
+    INFO(v);
+    const StepOverheads o = load_step_engine(v, llama70).overheads;
+    CHECK_FALSE(o.gqa_decode_xqa_hopper_kernel);
+    CHECK_FALSE(o.gqa_decode_fp8_forces_xqa);
+    CHECK_FALSE(o.gqa_decode_multi_block);
+  }
+  for (const char* v : {"trtllm@1.0.0", "trtllm", "sglang", "vllm"}) {
+    INFO(v);
+    const StepOverheads o = load_step_engine(v, llama70).overheads;
+    CHECK(o.gqa_decode_xqa_hopper_kernel);
+    CHECK(o.gqa_decode_fp8_forces_xqa);
+    CHECK(o.gqa_decode_multi_block);
+  }
+  const HardwareSpec hw = load_gpu("h100");
+  const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
+  Roofline v08 = rf;
+  v08.xqa_only_group = 8;
+  v08.xqa_hopper_kernel = false;
+  v08.xqa_fp8_forced = false;
+  v08.decode_multi_block = false;
+  // Llama-2-70B at TP4 (2 KV heads a rank, a group of 8), an fp8 cache, on H100's 132 SMs.
+  const auto attention_op = [&](SequenceGroup g) {
+    Workload w;
+    w.par = Parallelism{4, 1, 1};
+    w.groups = {g};
+    w.kv = KvDtype::fp8;
+    const CostStudy st = cost_study(llama70, w, rf, std::nullopt, {});
+    REQUIRE(st.paths.size() == 1);
+    for (const OpRow& r : st.paths.front().ops)
+      if (r.op.kind() == OpKind::attention) return r.op;
+    FAIL("no attention op");
+    return Op{};
+  };
+  // One sequence at 4,096 keys. 1.0: the fp8 cache sends it to XQA, 2 blocks split 16 ways
+  // (multi-block), 32 CTAs. 0.8: XQA's test counts its 2 blocks (4 x 2 < 132 SMs), so MMHA runs, one
+  // block per query head, unsplit: 16 CTAs.
+  const Op one = attention_op(SequenceGroup{1, 1, 4095});
+  REQUIRE(one.tiling.decode_kernel);
+  REQUIRE(one.fp8_cache);
+  CHECK(one.tiling.split_k == 16);
+  CHECK_FALSE(as_launched(one, rf).has_value());
+  const LaunchShape xqa = launch_shape(one.tiling, 132);
+  CHECK_FALSE(xqa.mmha);
+  CHECK(xqa.ctas == 32);
+  const std::optional<Op> one08 = as_launched(one, v08);
+  REQUIRE(one08.has_value());
+  CHECK_FALSE(one08->tiling.xqa_fp8_cache);
+  CHECK(one08->tiling.split_k == 1);
+  CHECK(one08->tiling.mmha_key_tiles == 1);
+  CHECK(one08->tiling.xqa_gain_blocks == 2);
+  const LaunchShape mmha = launch_shape(one08->tiling, 132);
+  CHECK(mmha.mmha);
+  CHECK(mmha.ctas == 16);
+  CHECK(one08->fp8_cache);  // MMHA's fp8-cache instantiation keeps the family's fp8-cache costs
+  CHECK(op_time(one, v08).time.value > 2 * op_time(one, rf).time.value);
+  // With multi-block mode on and 1.x's 128 keys a block (0.8 counted 512), XQA's test would count
+  // 2 x 32 blocks: XQA again, Ampere-style.
+  Roofline v08_split = v08;
+  v08_split.decode_multi_block = true;
+  const std::optional<Op> split = as_launched(one, v08_split);
+  REQUIRE(split.has_value());
+  CHECK_FALSE(launch_shape(split->tiling, 132).mmha);
+  CHECK_FALSE(split->fp8_cache);
+  // 64 sequences at 3,000 keys: 128 blocks reach a quarter of the SMs, so XQA under either, but 0.8's
+  // is the Ampere-style kernel (the family's costs, not its fp8-cache pair) and unsplit.
+  const Op many = attention_op(SequenceGroup{64, 1, 2999});
+  const std::optional<Op> many08 = as_launched(many, v08);
+  REQUIRE(many08.has_value());
+  CHECK_FALSE(launch_shape(many08->tiling, 132).mmha);
+  CHECK(launch_shape(many08->tiling, 132).ctas == 128);
+  CHECK_FALSE(many08->fp8_cache);
+  Op hmma = many;
+  hmma.fp8_cache = false;
+  hmma.tiling.split_k = 1;
+  hmma.tiling.mmha_key_tiles = 1;
+  hmma.tiling.xqa_gain_blocks = 128;
+  hmma.tiling.xqa_fp8_cache = false;
+  CHECK(op_time(many, v08).time.value == Approx(op_time(hmma, rf).time.value).epsilon(1e-12));
+  // The step: 0.8 runs the RoPE + KV-append kernel before that XQA launch, 1.0's QGMMA kernel does both.
+  auto step = [&](const std::string& engine) {
+    StepRequest req;
+    req.phase = Phase::decode;
+    req.w.par = Parallelism{4, 1, 1};
+    req.w.kv = KvDtype::fp8;
+    set_step_weights(req, llama70, WeightDtype::bf16);
+    req.w.groups = {SequenceGroup{64, 1, 2999}};
+    req.gpus_per_node = 8;
+    apply_step_engine(req, load_step_engine(engine, llama70));
+    req.links = links_for(hw, req.overheads);
+    return step_time(llama70, hw, rf, req);
+  };
+  const StepResult s08 = step("trtllm@0.8.0"), s10 = step("trtllm@1.0.0");
+  CHECK(has_op(*row(s08, StepComponent::elementwise), OpId::rope_kv_append));
+  CHECK_FALSE(has_op(*row(s10, StepComponent::elementwise), OpId::rope_kv_append));
+  CHECK(row(s08, StepComponent::attention_core)->time.value == Approx(op_time(many, v08).time.value * 80).epsilon(1e-9));
+  // A speculative step (several query tokens) is XQA's multi-query kernel under either: untouched.
+  Op spec = many;
+  spec.tiling.multi_query = true;
+  CHECK_FALSE(as_launched(spec, v08).has_value());
+}
+
+TEST_CASE("Every bundled model: each XQA-generation key off changes only a GQA decode step's attention and the kernels around it", "[serving][property]") {
+  const HardwareSpec hw = load_gpu("h100");
+  const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
+  for (const ModelSpec& m : test::all_models()) {
+    INFO(m.name);
+    for (Phase phase : {Phase::decode, Phase::prefill}) {
+      for (KvDtype kv : {KvDtype::bf16, KvDtype::fp8}) {
+        auto step = [&](int off) {
+          StepRequest req = plain_request(m, hw, phase, Parallelism{1, 1, 1}, phase == Phase::decode ? SequenceGroup{4, 1, 4095} : SequenceGroup{2, 512, 0});
+          req.w.kv = kv;
+          req.overheads.gqa_rope_kernels_decode = 1;
+          req.overheads.gqa_decode_kernel_fuses_rope = true;
+          req.overheads.gqa_decode_xqa_hopper_kernel = off != 0;
+          req.overheads.gqa_decode_fp8_forces_xqa = off != 1;
+          req.overheads.gqa_decode_multi_block = off != 2;
+          return step_time(m, hw, rf, req);
+        };
+        const StepResult all = step(-1);
+        for (int off = 0; off < 3; ++off) {
+          INFO("key off: " << off);
+          const StepResult r = step(off);
+          check_only_gqa_decode_moves(m, phase, r, all);
+          // Over a bf16 cache neither the Hopper kernel nor the fp8 rule applies.
+          if (kv == KvDtype::bf16 && off < 2) CHECK(r.step_time.value == Approx(all.step_time.value).epsilon(1e-12));
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("Every bundled model: XQA for its own head group only times as XQA for every group, for another group as no XQA", "[serving][property]") {
@@ -1472,29 +1622,25 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: median of the totals within 5.9%, and 82 of the 86 within 20% (README,
-  // Validation). TensorRT-LLM v0.8.0's page (24 Llama-2 rows on H100 and A100, under its own 0.8.0
-  // profile, nothing fitted on them) took them from 62 totals, median 3.5%, 61 within 20%: its 70B
-  // first tokens at 128 tokens on 8 GPUs (+27.5%, +31.8%, launch-bound at v0.5's launch time) and 70B
-  // at 128/2,048 on 4 H100s (+27.9%) are past 20%. Before them, The normal all-to-all's slowdown beside overlapped compute (SGLang's profile, 1.24
-  // from DeepSeek's bars against the blog's unit test) took SGLang's H100 prefill +12.3/+16.0/+20.4%
-  // -> -2.6/+2.9/+7.3%, DeepSeek's prefill profile +14.6% -> +4.7%: median 4.2% -> 3.5%, upper 3.6%. TensorRT-LLM v0.5's five H100 rows with a 2,048-token side joined with its own
-  // profile (MMHA decode): 39 totals, median 6.0%, before; 44, 5.5%, after; then its A100 and L40S
-  // rows (18, one past 20%: L40S 7B 128/2,048, -26.7%, while the plan tried powers of two only, so
-  // 63 sequences that fit ran as 32; with the batch memory holds tried too, -3.2%, and TensorRT-LLM
-  // 1.x's Llama 8B 2,048/2,048 -11.5% -> -1.1%, 8B 20,000/2,000 -12.6% -> -10.4%, 70B 1,000/1,000
-  // -11.7% -> +15.6%: 62 totals, median 4.9% -> 4.2%, upper median 4.5%). The A100 rows carry their
-  // own host's launch time, 53 us, fitted on them (24.5 us, the H100 rows': 7B first token at 128
-  // tokens -23.6%). It was 5.2% until SGLang's overlap overhead was refitted to what its script gives
-  // (6.58 -> 4.99 ms): the eight in-sample rows it is fitted on moved from -4.4..+5.1% to -2.9..+9.2%,
-  // their mean |error| 3.3% either way, and some crossed the median of the 39. Past 20% now: TensorRT-LLM v0.5's Llama-2-7B first token at 2,048 tokens (-24.8%),
-  // slower than the fp8 GEMMs the H100 profile is fitted on (TensorRT-LLM 1.3's). Before the
-  // residual norms and the gated activation read both their inputs, and the blog's DeepEP held its 24
-  // SMs, 36 were within 20% (4K +23.4%, balanced +21.8%).
+  // The published error: median of the totals within 5.8%, and 84 of the 86 within 20% (README,
+  // Validation). Past 20%: TensorRT-LLM v0.5's Llama-2-7B first token at 2,048 tokens (-24.8%, slower
+  // than the fp8 GEMMs the H100 profile is fitted on, TensorRT-LLM 1.3's) and v0.8's Llama-2-70B at
+  // 128/2,048 on 4 H100s (+26.4%). How the figures moved:
+  //  - v0.8's rows (24, on H100 and A100, under the 0.8.0 profile) took them from 62 totals, median
+  //    3.5%, 61 within 20%, to 86, 5.8%, 82, at v0.5's launch times. Their own host's launch time,
+  //    fitted on them (20.5 us on H100, 45.5 us on A100), took the 70B first tokens at 128 tokens on 8
+  //    GPUs from +27.5% and +31.8% to +6.7% and +13.1%; 0.8's XQA generation (Ampere-style on Hopper,
+  //    chosen by its blocks alone, multi-block off) took 70B 128/2,048 from +27.9% to +26.4%: 84 within
+  //    20%, median 5.7%;
+  //  - the normal all-to-all's slowdown beside overlapped compute (SGLang's profile, 1.24) took SGLang's
+  //    H100 prefill +12.3/+16.0/+20.4% -> -2.6/+2.9/+7.3% and DeepSeek's prefill profile +14.6% -> +4.7%;
+  //  - v0.5's rows came with their own profile (MMHA decode) and their host's launch time (24.5 us on
+  //    H100, 53 us on A100, fitted on them); the plan also tries the batch memory holds (L40S 7B
+  //    128/2,048: -26.7% -> -3.2%, with 63 sequences that fit, not 32).
   std::sort(totals.begin(), totals.end());
   CHECK(totals.size() == 86);
-  CHECK(totals[totals.size() / 2] <= 0.059);
-  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 82);
+  CHECK(totals[totals.size() / 2] <= 0.058);
+  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 84);
 }
 
 TEST_CASE("Serving measurements: a decode profile's overlapped dispatch and combine parts are flagged as not like for like", "[serving][validate]") {

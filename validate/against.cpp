@@ -690,7 +690,7 @@ void add_trtllm_context_passes(Row& r, const MlaGeometry& g, double tokens, KvDt
 // On B200 it is most of what the short decode rows take beyond H100's QGMMA ones (10.8 µs at the
 // 5th percentile against 5.9).
 void add_trtllm_preprocessing(Row& r, const Tiling& t, double head_dim, KvDtype kv, bool decode) {
-  if (decode && trtllm_decode_fuses_preprocessing(*r.gpu, t, kv == KvDtype::fp8)) return;
+  if (decode && trtllm_decode_fuses_preprocessing(*r.gpu, t, kv == KvDtype::fp8, /*xqa_hopper_kernel=*/true)) return;
   const auto cache = gqa_kv_bytes_per_token_per_layer(static_cast<std::int64_t>(r.kv_heads), static_cast<std::int64_t>(head_dim), kv).total();
   for (const Op& p : gqa_rope_and_cache_write(1, r.batch * r.query, r.heads, r.kv_heads, head_dim, 2, static_cast<double>(cache.value)))
     r.passes.push_back(p);

@@ -229,10 +229,10 @@ LaunchShape launch_shape(const Tiling& t, double sms) {
   return l;
 }
 
-bool trtllm_decode_fuses_preprocessing(const HardwareSpec& hw, const Tiling& t, bool fp8_cache) {
+bool trtllm_decode_fuses_preprocessing(const HardwareSpec& hw, const Tiling& t, bool fp8_cache, bool xqa_hopper_kernel) {
   if (t.multi_query) return false;
   if (launch_shape(t, static_cast<double>(std::max<std::int64_t>(1, hw.sm_count))).mmha) return true;
-  return hw.architecture == "hopper" && fp8_cache;
+  return hw.architecture == "hopper" && fp8_cache && xqa_hopper_kernel;
 }
 
 double longest_cta_flops(const Tiling& t, const LaunchShape& l) {

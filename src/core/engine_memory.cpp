@@ -131,6 +131,14 @@ const std::vector<EngineParamSpec>& engine_param_specs() {
       {"gqa_decode_xqa_group", K::count, false, false, true,
        "the only head group (query heads per KV head, per rank) the XQA kernels take, other groups' decode steps running MMHA (0: every group from 2 to 32, the default; 1: none)",
        true, 0, false, 32},
+      {"gqa_decode_xqa_hopper_kernel", K::flag, false, false, true,
+       "XQA has its Hopper kernel for an fp8 cache (QGMMA with TMA, which rotates and appends itself); false: Hopper runs the Ampere-style XQA kernel over an fp8 cache too, after the RoPE + KV-append kernel (default true)",
+       true},
+      {"gqa_decode_fp8_forces_xqa", K::flag, false, false, true,
+       "an fp8 KV cache sends a GQA decode step to XQA however few its blocks (false: XQA's perf-gain test decides, as over a 16-bit cache; default true)", true},
+      {"gqa_decode_multi_block", K::flag, false, false, true,
+       "the decode kernels (XQA, MMHA) split a sequence's keys over several blocks, multi-block mode (false: one block per sequence and KV head, or query head for MMHA; default true)",
+       true},
   };
   return specs;
 }

@@ -418,7 +418,7 @@ std::string path_label(const PathResult& p) {
 }  // namespace
 
 ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roofline& rf, const OpTime& t) {
-  // As op_time: the op as the engine launches it (DeepGEMM; MMHA without XQA).
+  // As op_time: the op as the engine launches it (as_launched: DeepGEMM; MMHA without XQA; its XQA generation).
   if (const std::optional<Op> launched = as_launched(op, rf)) return explain_op_time(quantity, *launched, rf, t);
   const bool fp8 = runs_at_fp8_peak(op, rf);
   const FlopsPerSecond peak = fp8 ? rf.peak_fp8 : rf.peak;

@@ -383,8 +383,8 @@ void add_gqa_rope(const Ctx& c, LayerParts& L, const PathResult& path, double to
     for (const OpRow& r : path.ops) {
       if (r.op.kind() != OpKind::attention || !r.op.tiling.decode_kernel) continue;
       launched += static_cast<double>(r.layers);
-      const std::optional<Op> as_run = as_launched(r.op, c.rf);  // MMHA where the engine has no XQA
-      if (trtllm_decode_fuses_preprocessing(c.hw, (as_run ? *as_run : r.op).tiling, fp8_cache)) fused += static_cast<double>(r.layers);
+      const std::optional<Op> as_run = as_launched(r.op, c.rf);  // as the engine's XQA generation launches it
+      if (trtllm_decode_fuses_preprocessing(c.hw, (as_run ? *as_run : r.op).tiling, fp8_cache, c.rf.xqa_hopper_kernel)) fused += static_cast<double>(r.layers);
     }
     if (launched > 0) share = 1 - fused / launched;
   }
@@ -610,6 +610,9 @@ StepOverheads step_overheads(const EngineProfile& p) {
   o.deepgemm_blackwell = num("deepgemm_blackwell", 0) != 0;
   o.gqa_decode_xqa = num("gqa_decode_xqa", 1) != 0;
   o.gqa_decode_xqa_group = num("gqa_decode_xqa_group", 0);
+  o.gqa_decode_xqa_hopper_kernel = num("gqa_decode_xqa_hopper_kernel", 1) != 0;
+  o.gqa_decode_fp8_forces_xqa = num("gqa_decode_fp8_forces_xqa", 1) != 0;
+  o.gqa_decode_multi_block = num("gqa_decode_multi_block", 1) != 0;
   o.source = p.label() + " (" + p.file + ")";
   return o;
 }
@@ -668,6 +671,9 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   rf.deepgemm = runs_deepgemm(req.overheads, hw);
   rf.xqa = req.overheads.gqa_decode_xqa;
   rf.xqa_only_group = req.overheads.gqa_decode_xqa_group;
+  rf.xqa_hopper_kernel = req.overheads.gqa_decode_xqa_hopper_kernel;
+  rf.xqa_fp8_forced = req.overheads.gqa_decode_fp8_forces_xqa;
+  rf.decode_multi_block = req.overheads.gqa_decode_multi_block;
   StepResult out;
   out.phase = req.phase;
   Ctx c{m, req, rf, hw};
@@ -934,9 +940,9 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   if (!rf.xqa && req.phase == Phase::decode && !m.is_mla())
     out.notes.push_back("GQA decode runs MMHA, one block per query head and sequence: the engine has no XQA (gqa_decode_xqa false)");
   else if (rf.xqa)
-    // A decode launch as_launched turned into MMHA for its head group (each rank's, on its tiling).
+    // A decode launch as_launched turns into MMHA for its head group (each rank's, on its tiling).
     for (const OpRow& r : path.ops)
-      if (r.op.kind() == OpKind::attention && as_launched(r.op, rf) && !xqa_takes_group(rf, r.op.tiling)) {
+      if (r.op.kind() == OpKind::attention && engine_refuses_xqa(rf, r.op.tiling)) {
         out.notes.push_back("GQA decode runs MMHA, one block per query head and sequence: the engine's XQA kernels take " +
                             std::to_string(static_cast<std::int64_t>(rf.xqa_only_group)) + " query heads per KV head only (gqa_decode_xqa_group), each rank here " +
                             std::to_string(static_cast<std::int64_t>(r.op.tiling.head_group)));

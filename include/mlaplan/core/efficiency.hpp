@@ -347,10 +347,13 @@ bool pays_second_decode_pair(const HardwareSpec& hw, bool fp8_cache);
 //  - Blackwell's TRTLLM-GEN kernels do not: the dispatcher runs the preprocessing, "applies RoPE and
 //    updates kv cache", before every launch (cpp/tensorrt_llm/kernels/xqaDispatcher.cpp@c8b9bfc7:393,
 //    the FMHA at :489).
+//  - before that kernel (xqa_hopper_kernel false: TensorRT-LLM before 0.10.0, whose sm90 XQA cubins
+//    are the Ampere-style kernel's), XQA never does: invokeApplyBiasRopeUpdateKVCache runs first
+//    (decoderXQAImplPrecompiled.cpp@5955b8af:280-290, v0.8.0).
 // `t` is the decode op's tiling, `fp8_cache` whether its cache is E4M3. On Blackwell the MMHA case
 // inherits launch_shape's rule, which keeps XQA's dispatch on every GPU where TRTLLM-GEN serves head
 // groups up to 16 whatever the grid (not modelled: efficiency.hpp, gqa_decode_cost_pair).
-bool trtllm_decode_fuses_preprocessing(const HardwareSpec& hw, const Tiling& t, bool fp8_cache);
+bool trtllm_decode_fuses_preprocessing(const HardwareSpec& hw, const Tiling& t, bool fp8_cache, bool xqa_hopper_kernel);
 // The fixed cost per launch and the cost per sequence an op pays under a family: its fp8-cache
 // ones for an op over an fp8 cache where the family has them.
 struct LaunchCosts {
