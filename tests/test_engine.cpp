@@ -192,6 +192,27 @@ TEST_CASE("TensorRT-LLM: the fraction applies to what is free after the warm-up"
   CHECK(sum_lines(e) == e.total_seen);
 }
 
+TEST_CASE("TensorRT-LLM 0.19, the first release with DeepSeek-V3, caches the latent, where 0.8's profile does not", "[engine][example]") {
+  const ModelSpec m = test::model("deepseek-v3");
+  const EngineProfile v019 = load_engine("trtllm@0.19");
+  CHECK(v019.since.text == "0.19.0");
+  CHECK(load_engine("trtllm@0.19.1").since.text == "0.19.0");
+  CHECK(load_engine("trtllm@0.18.2").since.text == "0.8.0");
+  CHECK(load_engine("trtllm@1.0.0").since.text == "1.0.0");
+  // 61 layers x the 576-wide latent (512 + 64), K only: 1 B a value over an fp8 cache, 2 over bf16.
+  CHECK(engine_kv_bytes_per_token(m, v019, KvDtype::fp8, Parallelism{8, 1, 1}, 0).value == 61 * 576);
+  CHECK(engine_kv_bytes_per_token(m, v019, KvDtype::bf16, Parallelism{8, 1, 1}, 0).value == 61 * 576 * 2);
+  // 0.8.0's profile (no MLA model then): per-head K and V, 16 heads a rank at TP8, each 192 wide.
+  CHECK(engine_kv_bytes_per_token(m, load_engine("trtllm@0.8.0"), KvDtype::fp8, Parallelism{8, 1, 1}, 0).value == 61 * 16 * 2 * 192);
+  // The rest of its memory is 1.0.0's: 0.9 of what the warm-up leaves, 32-token blocks.
+  const HardwareSpec hw = load_gpu("h200");
+  const EngineCapacity a = engine_capacity(m, hw, v019, default_weight_plan(m), Parallelism{8, 1, 1}, KvDtype::fp8, EngineSettings{}, 0);
+  const EngineCapacity b = engine_capacity(m, hw, load_engine("trtllm@1.0.0"), default_weight_plan(m), Parallelism{8, 1, 1}, KvDtype::fp8, EngineSettings{}, 0);
+  CHECK(a.block_size == 32);
+  CHECK(a.blocks == b.blocks);
+  CHECK(sum_lines(a) == a.total_seen);
+}
+
 TEST_CASE("vLLM before MLA support caches per-head K and V padded to 256", "[engine][example]") {
   const ModelSpec m = test::model("deepseek-v2-lite");
   const EngineProfile old = load_engine("vllm@0.6.5");
