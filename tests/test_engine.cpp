@@ -213,6 +213,20 @@ TEST_CASE("TensorRT-LLM 0.19, the first release with DeepSeek-V3, caches the lat
   CHECK(sum_lines(a) == a.total_seen);
 }
 
+TEST_CASE("TensorRT-LLM 0.8: trtllm-build's 128-token blocks and the inflight batcher's 0.9 of free memory", "[engine][example]") {
+  const ModelSpec m = test::model("llama-3.1-8b");
+  const HardwareSpec hw = load_gpu("h100-sxm");
+  const EngineCapacity e = engine_capacity(m, hw, load_engine("trtllm@0.8.0"), default_weight_plan(m), Parallelism{}, KvDtype::bf16, EngineSettings{}, 0);
+  const Bytes free_after = e.total_seen - e.weights - e.activation - e.non_torch;
+  // 32 layers x 8 KV heads x 128 x 2 (K and V) x 2 B = 131,072 B a token.
+  CHECK(e.block_size == 128);
+  CHECK(e.blocks == static_cast<std::int64_t>(std::floor(static_cast<double>(free_after.value) * 0.9)) / (131072 * 128));
+  // 0.5.0's: 64-token blocks and 0.85.
+  const EngineCapacity v05 = engine_capacity(m, hw, load_engine("trtllm@0.5.0"), default_weight_plan(m), Parallelism{}, KvDtype::bf16, EngineSettings{}, 0);
+  CHECK(v05.block_size == 64);
+  CHECK(v05.blocks == static_cast<std::int64_t>(std::floor(static_cast<double>((v05.total_seen - v05.weights - v05.activation - v05.non_torch).value) * 0.85)) / (131072 * 64));
+}
+
 TEST_CASE("vLLM before MLA support caches per-head K and V padded to 256", "[engine][example]") {
   const ModelSpec m = test::model("deepseek-v2-lite");
   const EngineProfile old = load_engine("vllm@0.6.5");
