@@ -153,6 +153,21 @@ StepResult gqa_step(const ModelSpec& m, const HardwareSpec& hw, Phase phase, Seq
 }
 bool has_op(const StepRow& r, OpId id) { return std::find(r.ops.begin(), r.ops.end(), id) != r.ops.end(); }
 
+// A decode step of 64 sequences at 3,000 keys, bf16 weights, on `tp` ranks of a node of 8, under an
+// engine's profile (its overheads and links) and `rf`.
+StepResult engine_decode(const ModelSpec& m, const HardwareSpec& hw, const Roofline& rf, std::int64_t tp, const StepEngine& e, KvDtype kv = KvDtype::bf16) {
+  StepRequest req;
+  req.phase = Phase::decode;
+  req.w.par = Parallelism{tp, 1, 1};
+  req.w.kv = kv;
+  set_step_weights(req, m, WeightDtype::bf16);
+  req.w.groups = {SequenceGroup{64, 1, 2999}};
+  req.gpus_per_node = 8;
+  apply_step_engine(req, e);
+  req.links = links_for(hw, req.overheads);
+  return step_time(m, hw, rf, req);
+}
+
 // That two steps of `m` differ only where an engine's GQA decode kernel choice can move them: a
 // non-MLA decode step's attention and the kernels around it (elementwise); nothing else, and an MLA
 // or prefill step not at all.
@@ -324,17 +339,7 @@ TEST_CASE("TensorRT-LLM 0.5's profile: no XQA, so a GQA decode step runs MMHA, w
   // FLOPs on CUDA cores). 1.x runs the RoPE + KV-append kernel before XQA; MMHA does both itself.
   const HardwareSpec hw = load_gpu("h100");
   const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
-  auto decode = [&](const StepEngine& e) {
-    StepRequest req;
-    req.phase = Phase::decode;
-    req.w.par = Parallelism{4, 1, 1};
-    set_step_weights(req, m, WeightDtype::bf16);
-    req.w.groups = {SequenceGroup{64, 1, 2999}};
-    req.gpus_per_node = 8;
-    apply_step_engine(req, e);
-    req.links = links_for(hw, req.overheads);
-    return step_time(m, hw, rf, req);
-  };
+  auto decode = [&](const StepEngine& e) { return engine_decode(m, hw, rf, 4, e); };
   const StepResult v05 = decode(old), v10 = decode(load_step_engine("trtllm@1.0.0", m));
   CHECK(has_op(*row(v10, StepComponent::elementwise), OpId::rope_kv_append));
   CHECK_FALSE(has_op(*row(v05, StepComponent::elementwise), OpId::rope_kv_append));
@@ -401,18 +406,7 @@ TEST_CASE("TensorRT-LLM 0.8's profile: XQA by default for head groups of 8 only,
   // group of 4) runs MMHA under 0.8 as under 0.5, and XQA under 1.0.
   const HardwareSpec hw = load_gpu("h100");
   const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
-  auto decode_with = [&](const ModelSpec& m, std::int64_t tp, const StepEngine& e) {
-    StepRequest req;
-    req.phase = Phase::decode;
-    req.w.par = Parallelism{tp, 1, 1};
-    set_step_weights(req, m, WeightDtype::bf16);
-    req.w.groups = {SequenceGroup{64, 1, 2999}};
-    req.gpus_per_node = 8;
-    apply_step_engine(req, e);
-    req.links = links_for(hw, req.overheads);
-    return step_time(m, hw, rf, req);
-  };
-  auto decode = [&](const ModelSpec& m, std::int64_t tp, const std::string& engine) { return decode_with(m, tp, load_step_engine(engine, m)); };
+  auto decode = [&](const ModelSpec& m, std::int64_t tp, const std::string& engine) { return engine_decode(m, hw, rf, tp, load_step_engine(engine, m)); };
   const auto attention = [](const StepResult& r) { return row(r, StepComponent::attention_core)->time.value; };
   const auto says_group = [](const StepResult& r) {
     return std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) { return n.find("take 8 query heads per KV head only (gqa_decode_xqa_group), each rank here 4") != std::string::npos; });
@@ -421,7 +415,7 @@ TEST_CASE("TensorRT-LLM 0.8's profile: XQA by default for head groups of 8 only,
   // Over a bf16 cache 0.8's XQA is 1.0's but for multi-block mode, off in 0.8.
   StepEngine v10_one_block = load_step_engine("trtllm@1.0.0", llama70);
   v10_one_block.overheads.gqa_decode_multi_block = false;
-  CHECK(attention(l08) == Approx(attention(decode_with(llama70, 4, v10_one_block))).epsilon(1e-12));
+  CHECK(attention(l08) == Approx(attention(engine_decode(llama70, hw, rf, 4, v10_one_block))).epsilon(1e-12));
   CHECK(attention(l08) != Approx(attention(l10)).epsilon(1e-6));
   CHECK(attention(l05) > 2 * attention(l08));
   CHECK_FALSE(says_group(l08));
@@ -538,18 +532,7 @@ TEST_CASE("TensorRT-LLM 0.8's XQA generation: Ampere-style on Hopper, chosen by 
   hmma.tiling.xqa_fp8_cache = false;
   CHECK(op_time(many, v08).time.value == Approx(op_time(hmma, rf).time.value).epsilon(1e-12));
   // The step: 0.8 runs the RoPE + KV-append kernel before that XQA launch, 1.0's QGMMA kernel does both.
-  auto step = [&](const std::string& engine) {
-    StepRequest req;
-    req.phase = Phase::decode;
-    req.w.par = Parallelism{4, 1, 1};
-    req.w.kv = KvDtype::fp8;
-    set_step_weights(req, llama70, WeightDtype::bf16);
-    req.w.groups = {SequenceGroup{64, 1, 2999}};
-    req.gpus_per_node = 8;
-    apply_step_engine(req, load_step_engine(engine, llama70));
-    req.links = links_for(hw, req.overheads);
-    return step_time(llama70, hw, rf, req);
-  };
+  auto step = [&](const std::string& engine) { return engine_decode(llama70, hw, rf, 4, load_step_engine(engine, llama70), KvDtype::fp8); };
   const StepResult s08 = step("trtllm@0.8.0"), s10 = step("trtllm@1.0.0");
   CHECK(has_op(*row(s08, StepComponent::elementwise), OpId::rope_kv_append));
   CHECK_FALSE(has_op(*row(s10, StepComponent::elementwise), OpId::rope_kv_append));
