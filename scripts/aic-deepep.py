@@ -40,7 +40,7 @@ def main():
     out = []
     for kind, mode in (('ll', 'low_latency'), ('normal', 'normal')):
         path = f'{base}/wideep_deepep_{kind}_perf.parquet'
-        rows = aic.rows_of(git_dir, commit, path)
+        rows = aic.parquet2csv.rows_at(git_dir, commit, path)
         if rows is None:
             sys.exit(f'{path}: not found at {commit}')
         source = f'ai-dynamo/aiconfigurator@{commit[:8]} {path}'
