@@ -474,10 +474,12 @@ TEST_CASE("Hostile engine profiles: one line naming the file and key and value",
   CHECK(parse_error(tiers) == "p.json: key 'parameters.gpu_tiers.value' = 3: expected 1 to 64 rows of 4 numbers");
   // The MoE imbalance by EP size: whole EP sizes from 2, ascending, imbalances >= 1, not beside moe_imbalance.
   nlohmann::json imb = sg;
-  auto by_ep = [&](const char* rows) {
-    imb["parameters"]["moe_imbalance_by_ep"] = {{"value", nlohmann::json::parse(rows)}, {"source", "x"}};
-    return parse_error(imb);
+  // `profile` with table parameter `key` set to `rows`, parsed.
+  auto with_table = [&](nlohmann::json& profile, const char* key, const char* rows) {
+    profile["parameters"][key] = {{"value", nlohmann::json::parse(rows)}, {"source", "x"}};
+    return parse_error(profile);
   };
+  auto by_ep = [&](const char* rows) { return with_table(imb, "moe_imbalance_by_ep", rows); };
   CHECK(by_ep("[[8, 1.06], [72, 1.235]]") == "(accepted)");
   CHECK(by_ep("[[8, 1.06], [8, 1.1]]") == "p.json: moe_imbalance_by_ep: [8, 1.1] (expected whole EP sizes from 2, ascending)");
   CHECK(by_ep("[[16, 1.1], [8, 1.06]]") == "p.json: moe_imbalance_by_ep: [8, 1.06] (expected whole EP sizes from 2, ascending)");
@@ -489,6 +491,20 @@ TEST_CASE("Hostile engine profiles: one line naming the file and key and value",
   CHECK(by_ep("[]") == "p.json: key 'parameters.moe_imbalance_by_ep.value' = []: expected 1 to 64 rows of 2 numbers");
   imb["parameters"]["moe_imbalance"] = {{"value", 1.1}, {"source", "x"}};
   CHECK(by_ep("[[8, 1.06]]") == "p.json: moe_imbalance_by_ep: give it or moe_imbalance, not both");
+  // TP all-reduce algorithms: whole groups from 2, whole bytes, an efficiency in (0, 2], one-shot 0 or 1.
+  nlohmann::json ar = sg;
+  auto reduce = [&](const char* rows) { return with_table(ar, "tp_allreduce", rows); };
+  CHECK(reduce("[[2, 0, 2.74, 0.563, 1], [8, 8000000, 48.9, 0.967, 0]]") == "(accepted)");
+  CHECK(reduce("[[1, 0, 3, 0.5, 1]]") == "p.json: tp_allreduce: [1, 0, 3, 0.5, 1] (expected a whole group of at least 2 ranks)");
+  CHECK(reduce("[[2.5, 0, 3, 0.5, 1]]") == "p.json: tp_allreduce: [2.5, 0, 3, 0.5, 1] (expected a whole group of at least 2 ranks)");
+  CHECK(reduce("[[2, 1.5, 3, 0.5, 1]]") == "p.json: tp_allreduce: [2, 1.5, 3, 0.5, 1] (expected whole bytes, 0 for any message)");
+  CHECK(reduce("[[2, 0, 3, 0, 1]]") == "p.json: tp_allreduce: [2, 0, 3, 0, 1] (expected a fraction of the NVLink bandwidth above 0, at most 2 where the switch reduces)");
+  CHECK(reduce("[[2, 0, 3, 2.5, 1]]") == "p.json: tp_allreduce: [2, 0, 3, 2.5, 1] (expected a fraction of the NVLink bandwidth above 0, at most 2 where the switch reduces)");
+  CHECK(reduce("[[2, 0, 3, 0.5, 2]]") == "p.json: tp_allreduce: [2, 0, 3, 0.5, 2] (expected one-shot 0 or 1)");
+  CHECK(reduce("[[2, 0, 3, 0.5]]") == "p.json: key 'parameters.tp_allreduce.value' = [2,0,3,0.5]: expected a row of 5 numbers");
+  CHECK(reduce("[[2, 0, -3, 0.5, 1]]") == "p.json: key 'parameters.tp_allreduce.value' = [2,0,-3,0.5,1]: expected numbers from 0 to 10^9");
+  CHECK(reduce("[]") == "p.json: key 'parameters.tp_allreduce.value' = []: expected 1 to 64 rows of 5 numbers");
+  CHECK(reduce("3") == "p.json: key 'parameters.tp_allreduce.value' = 3: expected 1 to 64 rows of 5 numbers");
   // Every bundled profile parses and names a source for every number.
   for (const EngineProfile& p : bundled_engines())
     for (const auto& [k, v] : p.params) CHECK(!v.source.empty());

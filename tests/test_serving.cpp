@@ -1605,10 +1605,14 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: median of the totals within 5.8%, and 84 of the 86 within 20% (README,
+  // The published error: median of the totals within 5.6%, and 85 of the 86 within 20% (README,
   // Validation). Past 20%: TensorRT-LLM v0.5's Llama-2-7B first token at 2,048 tokens (-24.8%, slower
-  // than the fp8 GEMMs the H100 profile is fitted on, TensorRT-LLM 1.3's) and v0.8's Llama-2-70B at
-  // 128/2,048 on 4 H100s (+26.4%). How the figures moved:
+  // than the fp8 GEMMs the H100 profile is fitted on, TensorRT-LLM 1.3's). How the figures moved:
+  //  - TensorRT-LLM's TP all-reduce as its own algorithms (tp_allreduce, fitted on H100's NCCL and
+  //    TensorRT-LLM tables; 0.8's custom kernels up to their 8 MB workspace, NCCL beyond; 0.5 NCCL
+  //    alone) where it was one ring at 80% of NVLink plus 10 us: v0.8's Llama-2-70B at 128/2,048 on 4
+  //    H100s, whose 8.4 MB all-reduces run NCCL at 63 us where the ring took 45, +26.4% -> +17.3%;
+  //    with v0.8's A100 launch time refitted on it (45.5 -> 45.25 us): 85 within 20%, median 5.5%;
   //  - v0.8's rows (24, on H100 and A100, under the 0.8.0 profile) took them from 62 totals, median
   //    3.5%, 61 within 20%, to 86, 5.8%, 82, at v0.5's launch times. Their own host's launch time,
   //    fitted on them (20.5 us on H100, 45.5 us on A100), took the 70B first tokens at 128 tokens on 8
@@ -1622,8 +1626,8 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
   //    128/2,048: -26.7% -> -3.2%, with 63 sequences that fit, not 32).
   std::sort(totals.begin(), totals.end());
   CHECK(totals.size() == 86);
-  CHECK(totals[totals.size() / 2] <= 0.058);
-  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 84);
+  CHECK(totals[totals.size() / 2] <= 0.056);
+  CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 85);
 }
 
 TEST_CASE("Serving measurements: a decode profile's overlapped dispatch and combine parts are flagged as not like for like", "[serving][validate]") {

@@ -42,17 +42,23 @@ std::vector<AllToAllMeasurement> parse_all_to_all_csv(const std::string& text, c
     r.id = c.required("id");
     r.gpu = c.required("gpu");
     r.engine = c.required("engine");
-    r.mode = c.one_of("mode", {"low_latency", "normal"});
-    r.op = c.one_of("op", {"dispatch", "combine"});
+    r.mode = c.one_of("mode", {"low_latency", "normal", "allreduce"});
+    r.op = c.one_of("op", {"dispatch", "combine", "allreduce"});
+    if ((r.mode == "allreduce") != (r.op == "allreduce"))
+      fail_key(c.where, "op", r.op, r.mode == "allreduce" ? "an allreduce row's op is allreduce" : "allreduce is the op of an allreduce row");
     r.dtype = c.one_of("dtype", {"fp8", "bf16"});
     r.nodes = whole(c, "nodes", 1, 4096);
     r.gpus_per_node = whole(c, "gpus_per_node", 1, 1024);
-    r.tokens = whole(c, "tokens", 1, 100'000'000);
+    r.tokens = whole(c, "tokens", 1, 1'000'000'000'000);
     r.hidden = whole(c, "hidden", 1, 1'000'000);
     r.experts = whole(c, "experts", 1, 100'000);
     r.topk = whole(c, "topk", 1, 100'000);
     if (r.topk > r.experts) fail_key(c.where, "topk", c.text("topk"), fmt::format("more than the {} experts", r.experts));
-    if (r.nodes * r.gpus_per_node < 2) fail_key(c.where, "nodes", c.text("nodes"), "an all-to-all needs at least two ranks (nodes x gpus_per_node)");
+    if (r.mode == "allreduce")
+      for (const auto& [key, v] : {std::pair<const char*, std::int64_t>{"topk", r.topk}, {"experts", r.experts}})
+        if (v != 1) fail_key(c.where, key, c.text(key), "an all-reduce routes nothing: expected 1");
+    if (r.nodes * r.gpus_per_node < 2)
+      fail_key(c.where, "nodes", c.text("nodes"), fmt::format("an {} needs at least two ranks (nodes x gpus_per_node)", r.mode == "allreduce" ? "all-reduce" : "all-to-all"));
     const auto us = c.number("measured_us", 0, 1e12);
     if (!us || *us <= 0) fail_key(c.where, "measured_us", c.text("measured_us").empty() ? "(empty)" : c.text("measured_us"), "expected a positive number");
     r.measured_s = *us * 1e-6;
@@ -83,6 +89,17 @@ std::vector<AllToAllCheck> check_all_to_all(const std::vector<AllToAllMeasuremen
       fail_key(at, "gpus_per_node", std::to_string(r.gpus_per_node), fmt::format("more than {}'s scale-up domain of {}", hw.name, hw.scale_up_domain_gpus));
     if (r.nodes > 1 && hw.scale_out_bandwidth_per_direction.value <= 0)
       fail_key(at, "nodes", std::to_string(r.nodes), hw.name + " has no network bandwidth (scale_out_bandwidth_gb_per_s_per_direction)");
+    AllToAllCheck c;
+    c.row = r;
+    const LinkSpec links = links_for(hw, engines[r.engine]);
+    if (r.mode == "allreduce") {
+      const double values = static_cast<double>(r.tokens) * static_cast<double>(r.hidden);
+      c.predicted_s = all_reduce_time(values * (r.dtype == "fp8" ? 1 : 2), static_cast<double>(r.nodes * r.gpus_per_node),
+                                      static_cast<double>(r.gpus_per_node), links).value;
+      c.error = c.predicted_s / r.measured_s - 1;
+      out.push_back(std::move(c));
+      continue;
+    }
     const AllToAll a{.low_latency = r.mode == "low_latency",
                      .tokens = static_cast<double>(r.tokens),
                      .ep = static_cast<double>(r.nodes * r.gpus_per_node),
@@ -92,9 +109,7 @@ std::vector<AllToAllCheck> check_all_to_all(const std::vector<AllToAllMeasuremen
                      .experts = static_cast<double>(r.experts),
                      .value_bytes = r.dtype == "fp8" ? kBlockFp8ValueBytes : 2,
                      .imbalance = 1};
-    AllToAllCheck c;
-    c.row = r;
-    c.predicted_s = all_to_all_time(a, links_for(hw, engines[r.engine])).time.value;
+    c.predicted_s = all_to_all_time(a, links).time.value;
     c.error = c.predicted_s / r.measured_s - 1;
     out.push_back(std::move(c));
   }
@@ -103,13 +118,13 @@ std::vector<AllToAllCheck> check_all_to_all(const std::vector<AllToAllMeasuremen
 
 Document all_to_all_document(const std::vector<AllToAllCheck>& checks, bool rows) {
   Document doc;
-  doc.title = "Expert-parallel all-to-all timings against the serving step's link model";
+  doc.title = "Collective timings (expert-parallel all-to-all, TP all-reduce) against the serving step's link model";
   Table summary{.name = "summary", .title = "Error by GPU, engine profile, kind and op",
                 .columns = {{"gpu", "GPU", Unit::text},
                             {"engine", "engine profile", Unit::text},
                             {"mode", "kind", Unit::text},
                             {"op", "op", Unit::text},
-                            {"nodes", "nodes", Unit::text},
+                            {"nodes", "nodes (all-reduce: GPUs)", Unit::text},
                             {"rows", "rows", Unit::count},
                             {"median_abs_error", "median |error|", Unit::fraction},
                             {"p90_abs_error", "p90 |error|", Unit::fraction}},
@@ -135,13 +150,15 @@ Document all_to_all_document(const std::vector<AllToAllCheck>& checks, bool rows
     const AllToAllMeasurement& r = c.row;
     t.rows.push_back({r.id, r.gpu, r.engine, r.mode, r.op, r.nodes, r.gpus_per_node, r.tokens, r.measured_s, c.predicted_s, c.error, r.source});
     groups[{r.gpu, r.engine, r.mode, r.op, 0}].push_back(std::abs(c.error));
-    groups[{r.gpu, r.engine, r.mode, r.op, r.nodes}].push_back(std::abs(c.error));
+    // An all-reduce within a node is told apart by its group size, an all-to-all by its nodes.
+    groups[{r.gpu, r.engine, r.mode, r.op, r.mode == "allreduce" ? r.nodes * r.gpus_per_node : r.nodes}].push_back(std::abs(c.error));
     all.push_back(std::abs(c.error));
   }
   for (const auto& [key, errors] : groups) {
     const ErrorStats s = ape_stats(errors);
     const auto& [gpu, engine, mode, op, nodes] = key;
-    summary.rows.push_back({gpu, engine, mode, op, nodes == 0 ? std::string("all") : std::to_string(nodes), static_cast<std::int64_t>(s.n), s.median, s.p90});
+    const std::string size = nodes == 0 ? std::string("all") : mode == "allreduce" ? fmt::format("{} GPUs", nodes) : std::to_string(nodes);
+    summary.rows.push_back({gpu, engine, mode, op, size, static_cast<std::int64_t>(s.n), s.median, s.p90});
   }
   const ErrorStats s = ape_stats(all);
   doc.fields = {{"rows", "rows", static_cast<std::int64_t>(s.n), Unit::count},
@@ -152,7 +169,8 @@ Document all_to_all_document(const std::vector<AllToAllCheck>& checks, bool rows
   else doc.notes.push_back("Every row's prediction: --format csv or json.");
   doc.notes.push_back("Predicted: core/serving's all_to_all_time with the row's engine profile (ll_eta_* and ll_latency_* for low_latency "
                       "rows, normal_* for normal ones, else comm_eta_* and comm_latency_us), the GPU file's NVLink and network bandwidth, "
-                      "uniform routing.");
+                      "uniform routing; allreduce rows (tokens x hidden values of dtype per rank): all_reduce_time, the engine's "
+                      "tp_allreduce rows for the group size, else comm_latency_us and comm_eta_* over a ring.");
   return doc;
 }
 

@@ -5,9 +5,10 @@
 //
 // CSV columns (header required, any order; every cell required):
 //   id, gpu, engine (a profile: sglang, vllm@0.9.0, ...; none: the links at their peaks), mode
-//   (low_latency | normal: DeepEP's two kinds), op (dispatch | combine), nodes, gpus_per_node,
-//   tokens (each rank sends), hidden, topk, experts, dtype (fp8: one fp32 scale per 128 values
-//   besides | bf16), measured_us, source
+//   (low_latency | normal: DeepEP's two kinds; allreduce: a TP all-reduce, op allreduce, topk and
+//   experts 1), op (dispatch | combine | allreduce), nodes, gpus_per_node, tokens (each rank sends;
+//   an all-reduce's values per rank are tokens x hidden), hidden, topk, experts, dtype (fp8: one fp32
+//   scale per 128 values besides, for an all-reduce 1 byte a value | bf16), measured_us, source
 #include <cstdint>
 #include <filesystem>
 #include <string>

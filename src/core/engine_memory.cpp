@@ -105,6 +105,9 @@ const std::vector<EngineParamSpec>& engine_param_specs() {
       {"comm_eta_scale_up", K::fraction, true, true, true, "fraction of the NVLink bandwidth per direction its all-to-all and all-reduce kernels reach", true},
       {"comm_eta_scale_out", K::fraction, true, true, true, "fraction of the network bandwidth per GPU its all-to-all kernels reach", true},
       {"comm_latency_us", K::number, true, true, true, "fixed time per collective call (microseconds)", true},
+      {"tp_allreduce", K::table, true, true, true,
+       "TP all-reduce algorithms within one scale-up domain: rows [ranks, max bytes per rank (0: any), latency (microseconds), fraction of the NVLink bandwidth per direction, one-shot (1: each rank reads every peer's buffer; 0: ring or two-shot)]; a call takes its group size's fastest row that takes the message (other sizes: comm_latency_us and comm_eta_scale_up over a ring)",
+       true, 5},
       {"ll_eta_scale_up", K::fraction, true, true, true, "fraction of the NVLink bandwidth its low-latency (decode) all-to-all reaches (default: comm_eta_scale_up)", true},
       {"ll_eta_scale_out", K::fraction, true, true, true, "fraction of the network bandwidth its low-latency all-to-all reaches (default: comm_eta_scale_out)", true},
       {"ll_latency_intranode_us", K::number, true, true, true, "fixed time per low-latency all-to-all call within one node (microseconds; default: comm_latency_us)", true},
@@ -181,6 +184,15 @@ std::string engine_profile_problem(const EngineProfile& p) {
       last_ep = row[0];
     }
   }
+  if (p.has("tp_allreduce"))
+    for (const std::vector<double>& row : p.params.at("tp_allreduce").rows) {
+      std::ostringstream at;
+      at << "tp_allreduce: [" << row[0] << ", " << row[1] << ", " << row[2] << ", " << row[3] << ", " << row[4] << "] ";
+      if (row[0] < 2 || row[0] != std::floor(row[0])) return at.str() + "(expected a whole group of at least 2 ranks)";
+      if (row[1] != std::floor(row[1])) return at.str() + "(expected whole bytes, 0 for any message)";
+      if (row[3] <= 0 || row[3] > 2) return at.str() + "(expected a fraction of the NVLink bandwidth above 0, at most 2 where the switch reduces)";
+      if (row[4] != 0 && row[4] != 1) return at.str() + "(expected one-shot 0 or 1)";
+    }
   if (p.family != EngineFamily::sglang) return {};
   const std::vector<std::string_view> tiers = {"mem_util_tp1", "mem_util_tp2", "mem_util_tp4", "mem_util_tp8", "mem_util_tp16"};
   std::vector<std::string_view> reserve;

@@ -119,7 +119,10 @@ struct Transfer {
   StepComponent component;
   double scale_up_bytes = 0, scale_out_bytes = 0;
   double count = 1;
-  enum class Use { collective, low_latency, normal } use = Use::collective;  // an all-to-all kind has its own link use
+  // An all-to-all kind has its own link use; a TP all-reduce within a domain the engine's algorithms
+  // (all_reduce_time over `payload` bytes per rank and `ranks`).
+  enum class Use { collective, low_latency, normal, all_reduce } use = Use::collective;
+  double payload = 0, ranks = 0, domain = 0;  // all_reduce: bytes per rank, ranks, GPUs per scale-up domain
 };
 
 struct Timed {
@@ -132,7 +135,34 @@ Timed time_op(const Op& op, const Roofline& rf, const Roofline& sol) {
   return {t.time, op_time(op, sol).time, t.compute_bound ? "compute" : "memory"};
 }
 
+}  // namespace
+
+double all_reduce_link_factor(const AllReduceAlgorithm& a, double ranks) { return a.one_shot ? ranks - 1 : 2 * (ranks - 1) / ranks; }
+
+Seconds all_reduce_time(double bytes, double ranks, double gpus_per_node, const LinkSpec& l) {
+  if (ranks < 2 || bytes <= 0) return Seconds{0};
+  if (ranks > gpus_per_node)
+    return l.scale_out.value > 0 ? Seconds{l.latency.value + 2 * (ranks - 1) / ranks * bytes / (l.scale_out.value * l.eta_scale_out)} : Seconds{0};
+  if (l.scale_up.value <= 0) return Seconds{0};
+  std::optional<double> best;
+  for (const AllReduceAlgorithm& a : l.all_reduce)
+    if (a.ranks == ranks && (a.max_bytes <= 0 || bytes <= a.max_bytes)) {
+      const double t = a.latency.value + all_reduce_link_factor(a, ranks) * bytes / (l.scale_up.value * a.eta);
+      if (!best || t < *best) best = t;
+    }
+  if (!best) best = l.latency.value + 2 * (ranks - 1) / ranks * bytes / (l.scale_up.value * l.eta_scale_up);
+  return Seconds{*best};
+}
+
+namespace {
+
 Timed time_transfer(const Transfer& x, const LinkSpec& l) {
+  if (x.use == Transfer::Use::all_reduce) {
+    const bool across = x.scale_out_bytes > 0;
+    const double link = across ? l.scale_out.value : l.scale_up.value;
+    if (link <= 0) return {};
+    return {all_reduce_time(x.payload, x.ranks, x.domain, l), Seconds{(x.scale_up_bytes + x.scale_out_bytes) / link}, across ? "network" : "nvlink"};
+  }
   const AllToAllLink* a = x.use == Transfer::Use::low_latency ? &l.low_latency : x.use == Transfer::Use::normal ? &l.normal : nullptr;
   const double eta_up = a ? a->eta_scale_up : l.eta_scale_up;
   const double eta_out = a ? a->eta_scale_out : l.eta_scale_out;
@@ -270,9 +300,15 @@ void add_attention(LayerParts& L, const PathResult& path, double layers, double 
 
 void add_allreduce(const Ctx& c, LayerParts& L, double tokens, double width, double bytes_per_value, double count) {
   if (c.tp <= 1) return;
-  const double sent = 2 * (c.tp - 1) / c.tp * tokens * width * bytes_per_value;
+  const double payload = tokens * width * bytes_per_value;
+  const double sent = 2 * (c.tp - 1) / c.tp * payload;
   Transfer t{StepComponent::tp_allreduce};
-  (c.tp <= static_cast<double>(c.req.gpus_per_node) ? t.scale_up_bytes : t.scale_out_bytes) = sent;
+  const double domain = static_cast<double>(c.req.gpus_per_node);
+  (c.tp <= domain ? t.scale_up_bytes : t.scale_out_bytes) = sent;
+  t.use = Transfer::Use::all_reduce;
+  t.payload = payload;
+  t.ranks = c.tp;
+  t.domain = domain;
   t.count = count;
   L.transfers.push_back(t);
 }
@@ -593,6 +629,9 @@ StepOverheads step_overheads(const EngineProfile& p) {
   o.eta_scale_up = num("comm_eta_scale_up", 1);
   o.eta_scale_out = num("comm_eta_scale_out", 1);
   o.comm_latency = Seconds{num("comm_latency_us", 0) * 1e-6};
+  if (p.has("tp_allreduce"))
+    for (const std::vector<double>& row : p.params.at("tp_allreduce").rows)
+      o.all_reduce.push_back({.ranks = row[0], .max_bytes = row[1], .latency = Seconds{row[2] * 1e-6}, .eta = row[3], .one_shot = row[4] != 0});
   for (auto [prefix, kind] : {std::pair{"ll", &o.low_latency}, std::pair{"normal", &o.normal}}) {
     const std::string key = prefix;
     kind->eta_scale_up = num(key + "_eta_scale_up", o.eta_scale_up);
@@ -649,6 +688,7 @@ LinkSpec links_for(const HardwareSpec& hw, const StepOverheads& o) {
   l.latency = o.comm_latency;
   l.low_latency = o.low_latency;
   l.normal = o.normal;
+  l.all_reduce = o.all_reduce;
   l.source = o.source;
   return l;
 }

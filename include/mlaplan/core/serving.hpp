@@ -68,6 +68,22 @@ struct AllToAllLink {
   double overlap_slowdown = 1;
 };
 
+// One all-reduce algorithm an engine runs for a TP group within one scale-up domain (the engine
+// profile's tp_allreduce rows): for a group of `ranks` GPUs and messages of up to `max_bytes` per rank
+// (0: any), a call of S bytes per rank takes latency + k·S / (scale_up·eta), where k is the bytes each
+// rank moves over its link per byte of the message: ranks − 1 for a one-shot kernel (each rank reads
+// every peer's whole buffer and reduces locally), 2(ranks − 1)/ranks for a ring or two-shot one
+// (reduce-scatter, then all-gather). NCCL's protocols are rows of the second kind: its low-latency
+// protocol starts sooner and streams slower than its bandwidth protocol.
+struct AllReduceAlgorithm {
+  double ranks = 0, max_bytes = 0;
+  Seconds latency{0};
+  double eta = 1;
+  bool one_shot = false;
+};
+// The bytes each rank moves over its link per byte of the message under `a` in a group of `ranks`.
+double all_reduce_link_factor(const AllReduceAlgorithm& a, double ranks);
+
 // The links between ranks, per GPU and direction, with the efficiency a collective reaches on each.
 struct LinkSpec {
   BytesPerSecond scale_up{0};    // NVLink (or the GPU's scale-up fabric) within a domain
@@ -77,6 +93,9 @@ struct LinkSpec {
   // DeepEP's two all-to-all kinds, each with its own efficiencies and a fixed time per call that
   // grows once the call crosses the network.
   AllToAllLink low_latency, normal;
+  // The engine's TP all-reduce algorithms within a scale-up domain (empty: a ring at eta_scale_up
+  // plus latency, for every group size).
+  std::vector<AllReduceAlgorithm> all_reduce;
   std::string source;  // the profile these efficiencies come from
 };
 
@@ -107,6 +126,13 @@ struct AllToAllTime {
 };
 AllToAllTime all_to_all_time(const AllToAll& a, const LinkSpec& l);
 
+// One TP all-reduce of `bytes` per rank over `ranks` GPUs, `gpus_per_node` to a scale-up domain.
+// Within one domain: the fastest of the engine's algorithms for a group of that size that take the
+// message (LinkSpec::all_reduce), else, where the engine has none for that size, a ring at the link's
+// eta_scale_up plus its latency. Across domains: a ring over the network at eta_scale_out plus the
+// latency. 0 for fewer than two ranks, no bytes, or no link to carry them.
+Seconds all_reduce_time(double bytes, double ranks, double gpus_per_node, const LinkSpec& l);
+
 // What an engine adds to a step, from its profile (every number sourced there).
 struct StepOverheads {
   Seconds per_step_decode{0};
@@ -120,6 +146,7 @@ struct StepOverheads {
   double comm_sms = 0;       // SMs the normal (prefill) all-to-all kernels hold while compute overlaps them
   Seconds ll_sm_per_token{0};  // SM time of the low-latency dispatch and combine kernels per token under overlap
   Seconds comm_latency{0};
+  std::vector<AllReduceAlgorithm> all_reduce;  // tp_allreduce rows (LinkSpec::all_reduce)
   AllToAllLink low_latency, normal;  // DeepEP's kinds (ll_*, normal_*; default: comm_eta_*, comm_latency)
   // Non-MLA models: the kernels the engine launches apart from the attention kernel to rotate the new
   // tokens' Q and K and write their K and V into the cache, by phase (gqa_rope_and_cache_write:
