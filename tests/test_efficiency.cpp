@@ -410,13 +410,13 @@ TEST_CASE("An engine without XQA (TensorRT-LLM 0.5) times a GQA decode launch as
   prof.name = "test";
   prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = xqa_mmha_family();
   Roofline rf = roofline_for(load_gpu("h100"), DType::bf16, prof);
-  REQUIRE(rf.xqa);  // every engine but those that say otherwise
+  REQUIRE(rf.decode.xqa);  // every engine but those that say otherwise
   CHECK_FALSE(as_launched(op, rf).has_value());
   const OpTime xqa = op_time(op, rf);
   CHECK(xqa.time.value == Approx(5e-6 + 8 * 40e-9 + 1e-6));
   // Without XQA: 5 µs + 64 x 10 ns, and MMHA's 64 CTAs, under half the SMs, stream at 64 / 66 of the
   // full rate (reach 2: w_m = 64 / max(64, 132 / 2)): 1.03125 µs.
-  rf.xqa = false;
+  rf.decode.xqa = false;
   const std::optional<Op> launched = as_launched(op, rf);
   REQUIRE(launched.has_value());
   CHECK_FALSE(launched->tiling.xqa_group);
@@ -428,9 +428,9 @@ TEST_CASE("An engine without XQA (TensorRT-LLM 0.5) times a GQA decode launch as
   fp8.fp8_cache = true;
   fp8.tiling.xqa_fp8_cache = true;
   fp8.tiling.xqa_gain_blocks = 8;
-  rf.xqa = true;
+  rf.decode.xqa = true;
   CHECK_FALSE(launch_shape(fp8.tiling, 132).mmha);
-  rf.xqa = false;
+  rf.decode.xqa = false;
   CHECK(op_time(fp8, rf).time.value == Approx(5e-6 + 64 * 10e-9 + 1.03125e-6));
   // The explanation times the same launch.
   const ExplainStep e = explain_op_time("attention", op, rf, mmha);
@@ -444,9 +444,9 @@ TEST_CASE("An engine without XQA (TensorRT-LLM 0.5) times a GQA decode launch as
   prompt.tiling.decode_kernel = false;
   CHECK_FALSE(as_launched(prompt, rf).has_value());
   // The speed-of-light bound keeps the engine's kernels, and the head group its XQA takes.
-  CHECK_FALSE(speed_of_light(rf).xqa);
-  rf.xqa_only_group = 8;
-  CHECK(speed_of_light(rf).xqa_only_group == 8);
+  CHECK_FALSE(speed_of_light(rf).decode.xqa);
+  rf.decode.xqa_only_group = 8;
+  CHECK(speed_of_light(rf).decode.xqa_only_group == 8);
 }
 
 TEST_CASE("A GQA decode block costs SM cycles: one fitted cost carries between GPUs by SMs and clock", "[efficiency][example]") {

@@ -328,12 +328,12 @@ TEST_CASE("TensorRT-LLM 0.5's profile: no XQA, so a GQA decode step runs MMHA, w
   const ModelSpec m = test::model("llama-2-70b-hf");
   // 0.5.0 to the next profile (1.0.0) read it; 1.0.0 on has XQA (the key's default).
   const StepEngine old = load_step_engine("trtllm@0.5.0", m);
-  CHECK_FALSE(old.overheads.gqa_decode_xqa);
+  CHECK_FALSE(old.overheads.gqa_decode.xqa);
   CHECK(old.overheads.source.find("trtllm-0.5.0.json") != std::string::npos);
-  CHECK_FALSE(load_step_engine("trtllm@0.7.1", m).overheads.gqa_decode_xqa);
-  CHECK(load_step_engine("trtllm@1.0.0", m).overheads.gqa_decode_xqa);
-  CHECK(load_step_engine("trtllm", m).overheads.gqa_decode_xqa);
-  CHECK(load_step_engine("sglang", m).overheads.gqa_decode_xqa);
+  CHECK_FALSE(load_step_engine("trtllm@0.7.1", m).overheads.gqa_decode.xqa);
+  CHECK(load_step_engine("trtllm@1.0.0", m).overheads.gqa_decode.xqa);
+  CHECK(load_step_engine("trtllm", m).overheads.gqa_decode.xqa);
+  CHECK(load_step_engine("sglang", m).overheads.gqa_decode.xqa);
   // Llama-2-70B at TP4 on H100 (16 query heads over 2 KV heads per rank), 64 sequences at 3,000 keys
   // over a bf16 cache, under H100's calibrated profile: XQA's 128 blocks, or MMHA's 1,024 (its
   // FLOPs on CUDA cores). 1.x runs the RoPE + KV-append kernel before XQA; MMHA does both itself.
@@ -350,7 +350,7 @@ TEST_CASE("TensorRT-LLM 0.5's profile: no XQA, so a GQA decode step runs MMHA, w
   CHECK_FALSE(says_mmha(v10));
   // The attention: each layer's op timed as MMHA's launch.
   Roofline no_xqa = rf;
-  no_xqa.xqa = false;
+  no_xqa.decode.xqa = false;
   const CostStudy st = cost_study(m, [&] {
     Workload w;
     w.par = Parallelism{4, 1, 1};
@@ -384,7 +384,7 @@ TEST_CASE("Every bundled model: an engine without XQA changes only a GQA decode 
         StepRequest req = plain_request(m, hw, phase, Parallelism{1, 1, 1}, phase == Phase::decode ? SequenceGroup{16, 1, 2047} : SequenceGroup{2, 512, 0});
         req.overheads.gqa_rope_kernels_decode = 1;
         req.overheads.gqa_decode_kernel_fuses_rope = true;
-        req.overheads.gqa_decode_xqa = xqa;
+        req.overheads.gqa_decode.xqa = xqa;
         return step_time(m, hw, rf, req);
       };
       check_only_gqa_decode_moves(m, phase, step(false), step(true));
@@ -395,12 +395,12 @@ TEST_CASE("Every bundled model: an engine without XQA changes only a GQA decode 
 TEST_CASE("TensorRT-LLM 0.8's profile: XQA by default for head groups of 8 only, MMHA for the others", "[serving][engine]") {
   const ModelSpec llama70 = test::model("llama-2-70b-hf"), mistral = test::model("mistral-7b-v0.1");
   const StepEngine v08 = load_step_engine("trtllm@0.8.0", llama70);
-  CHECK(v08.overheads.gqa_decode_xqa);
-  CHECK(v08.overheads.gqa_decode_xqa_group == 8);
+  CHECK(v08.overheads.gqa_decode.xqa);
+  CHECK(v08.overheads.gqa_decode.xqa_only_group == 8);
   CHECK(v08.overheads.source.find("trtllm-0.8.0.json") != std::string::npos);
-  CHECK(load_step_engine("trtllm@0.9.0", llama70).overheads.gqa_decode_xqa_group == 8);
-  CHECK(load_step_engine("trtllm@1.0.0", llama70).overheads.gqa_decode_xqa_group == 0);  // every group
-  CHECK_FALSE(load_step_engine("trtllm@0.7.1", llama70).overheads.gqa_decode_xqa);
+  CHECK(load_step_engine("trtllm@0.9.0", llama70).overheads.gqa_decode.xqa_only_group == 8);
+  CHECK(load_step_engine("trtllm@1.0.0", llama70).overheads.gqa_decode.xqa_only_group == 0);  // every group
+  CHECK_FALSE(load_step_engine("trtllm@0.7.1", llama70).overheads.gqa_decode.xqa);
   // 64 sequences at 3,000 keys over a bf16 cache on H100: Llama-2-70B at TP4 (16 query heads over 2
   // KV heads a rank, a group of 8) runs XQA under 0.8 as under 1.0; Mistral-7B at TP1 (32 over 8, a
   // group of 4) runs MMHA under 0.8 as under 0.5, and XQA under 1.0.
@@ -414,7 +414,7 @@ TEST_CASE("TensorRT-LLM 0.8's profile: XQA by default for head groups of 8 only,
   const StepResult l08 = decode(llama70, 4, "trtllm@0.8.0"), l10 = decode(llama70, 4, "trtllm@1.0.0"), l05 = decode(llama70, 4, "trtllm@0.5.0");
   // Over a bf16 cache 0.8's XQA is 1.0's but for multi-block mode, off in 0.8.
   StepEngine v10_one_block = load_step_engine("trtllm@1.0.0", llama70);
-  v10_one_block.overheads.gqa_decode_multi_block = false;
+  v10_one_block.overheads.gqa_decode.multi_block = false;
   CHECK(attention(l08) == Approx(attention(engine_decode(llama70, hw, rf, 4, v10_one_block))).epsilon(1e-12));
   CHECK(attention(l08) != Approx(attention(l10)).epsilon(1e-6));
   CHECK(attention(l05) > 2 * attention(l08));
@@ -435,7 +435,7 @@ TEST_CASE("TensorRT-LLM 0.8's profile: XQA by default for head groups of 8 only,
   CHECK(attention(l08tp16) > attention(decode(llama70, 16, "trtllm@1.0.0")));
   // The op itself: MMHA's launch where the group is not the one XQA takes.
   Roofline only8 = rf;
-  only8.xqa_only_group = 8;
+  only8.decode.xqa_only_group = 8;
   Op op;
   op.tiling.decode_kernel = true;
   op.tiling.xqa_group = true;
@@ -455,24 +455,24 @@ TEST_CASE("TensorRT-LLM 0.8's XQA generation: Ampere-style on Hopper, chosen by 
   for (const char* v : {"trtllm@0.5.0", "trtllm@0.8.0", "trtllm@0.9.0"}) {
     INFO(v);
     const StepOverheads o = load_step_engine(v, llama70).overheads;
-    CHECK_FALSE(o.gqa_decode_xqa_hopper_kernel);
-    CHECK_FALSE(o.gqa_decode_fp8_forces_xqa);
-    CHECK_FALSE(o.gqa_decode_multi_block);
+    CHECK_FALSE(o.gqa_decode.xqa_hopper_kernel);
+    CHECK_FALSE(o.gqa_decode.xqa_fp8_forced);
+    CHECK_FALSE(o.gqa_decode.multi_block);
   }
   for (const char* v : {"trtllm@1.0.0", "trtllm", "sglang", "vllm"}) {
     INFO(v);
     const StepOverheads o = load_step_engine(v, llama70).overheads;
-    CHECK(o.gqa_decode_xqa_hopper_kernel);
-    CHECK(o.gqa_decode_fp8_forces_xqa);
-    CHECK(o.gqa_decode_multi_block);
+    CHECK(o.gqa_decode.xqa_hopper_kernel);
+    CHECK(o.gqa_decode.xqa_fp8_forced);
+    CHECK(o.gqa_decode.multi_block);
   }
   const HardwareSpec hw = load_gpu("h100");
   const Roofline rf = default_roofline(hw, DType::bf16, bundled_efficiency());
   Roofline v08 = rf;
-  v08.xqa_only_group = 8;
-  v08.xqa_hopper_kernel = false;
-  v08.xqa_fp8_forced = false;
-  v08.decode_multi_block = false;
+  v08.decode.xqa_only_group = 8;
+  v08.decode.xqa_hopper_kernel = false;
+  v08.decode.xqa_fp8_forced = false;
+  v08.decode.multi_block = false;
   // Llama-2-70B at TP4 (2 KV heads a rank, a group of 8), an fp8 cache, on H100's 132 SMs.
   const auto attention_op = [&](SequenceGroup g) {
     Workload w;
@@ -511,7 +511,7 @@ TEST_CASE("TensorRT-LLM 0.8's XQA generation: Ampere-style on Hopper, chosen by 
   // With multi-block mode on and 1.x's 128 keys a block (0.8 counted 512), XQA's test would count
   // 2 x 32 blocks: XQA again, Ampere-style.
   Roofline v08_split = v08;
-  v08_split.decode_multi_block = true;
+  v08_split.decode.multi_block = true;
   const std::optional<Op> split = as_launched(one, v08_split);
   REQUIRE(split.has_value());
   CHECK_FALSE(launch_shape(split->tiling, 132).mmha);
@@ -555,9 +555,9 @@ TEST_CASE("Every bundled model: each XQA-generation key off changes only a GQA d
           req.w.kv = kv;
           req.overheads.gqa_rope_kernels_decode = 1;
           req.overheads.gqa_decode_kernel_fuses_rope = true;
-          req.overheads.gqa_decode_xqa_hopper_kernel = off != 0;
-          req.overheads.gqa_decode_fp8_forces_xqa = off != 1;
-          req.overheads.gqa_decode_multi_block = off != 2;
+          req.overheads.gqa_decode.xqa_hopper_kernel = off != 0;
+          req.overheads.gqa_decode.xqa_fp8_forced = off != 1;
+          req.overheads.gqa_decode.multi_block = off != 2;
           return step_time(m, hw, rf, req);
         };
         const StepResult all = step(-1);
@@ -581,8 +581,8 @@ TEST_CASE("Every bundled model: XQA for its own head group only times as XQA for
     const double group = m.kv_heads > 0 ? std::max(1.0, static_cast<double>(m.heads) / static_cast<double>(m.kv_heads)) : 1.0;
     auto step = [&](bool xqa, double only) {
       StepRequest req = plain_request(m, hw, Phase::decode, Parallelism{1, 1, 1}, SequenceGroup{16, 1, 2047});
-      req.overheads.gqa_decode_xqa = xqa;
-      req.overheads.gqa_decode_xqa_group = only;
+      req.overheads.gqa_decode.xqa = xqa;
+      req.overheads.gqa_decode.xqa_only_group = only;
       return step_time(m, hw, rf, req);
     };
     const StepResult every = step(true, 0), own = step(true, group), other = step(true, group + 1), none = step(false, 0);

@@ -533,7 +533,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                          : eta_kind == ComputeEta::deepgemm   ? ", DeepGEMM's fp8 η_c"
                          : eta_kind == ComputeEta::fp8        ? ", fp8 η_c"
                                                               : "", costs.fp8_cache ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
-                         launch.mmha         ? cat(", MMHA (", rf.xqa ? "no XQA kernel for this head group, or too few blocks" : "the engine has no XQA", "): t_seq", costs.mmha ? " (MMHA's own)" : "",
+                         launch.mmha         ? cat(", MMHA (", rf.decode.xqa ? "no XQA kernel for this head group, or too few blocks" : "the engine has no XQA", "): t_seq", costs.mmha ? " (MMHA's own)" : "",
                                                    " per block, one per query head and sequence", overlap ? " and each split of its keys, beyond the first wave, in whole waves" : "",
                                                    cuda_cores ? ", its FLOPs on CUDA cores at the FP32 peak" : "")
                          : tl.decode_kernel ? (overlap ? ", XQA: t_seq per block of its launch (one per KV head and sequence and each split of its keys) beyond its first wave, in whole waves: (⌈CTAs / SMs⌉ − 1) · SMs"

@@ -81,11 +81,7 @@ Roofline speed_of_light(const Roofline& rf) {
   s.fp8_compute = rf.fp8_compute;
   s.latent_fp8 = rf.latent_fp8;
   s.deepgemm = rf.deepgemm;
-  s.xqa = rf.xqa;
-  s.xqa_only_group = rf.xqa_only_group;
-  s.xqa_hopper_kernel = rf.xqa_hopper_kernel;
-  s.xqa_fp8_forced = rf.xqa_fp8_forced;
-  s.decode_multi_block = rf.decode_multi_block;
+  s.decode = rf.decode;
   return s;
 }
 
@@ -112,10 +108,10 @@ bool runs_at_fp8_peak(const Op& op, const Roofline& rf) {
 
 bool takes_fp8_efficiency(const Op& op, const Roofline& rf) { return runs_at_fp8_peak(op, rf) || rf.fp8_compute; }
 
-bool xqa_takes_group(const Roofline& rf, const Tiling& t) { return !(rf.xqa_only_group > 0) || t.head_group == rf.xqa_only_group; }
+bool xqa_takes_group(const Roofline& rf, const Tiling& t) { return !(rf.decode.xqa_only_group > 0) || t.head_group == rf.decode.xqa_only_group; }
 
 bool engine_refuses_xqa(const Roofline& rf, const Tiling& t) {
-  return (!rf.xqa || !xqa_takes_group(rf, t)) && t.decode_kernel && !t.multi_query && t.xqa_group;
+  return (!rf.decode.xqa || !xqa_takes_group(rf, t)) && t.decode_kernel && !t.multi_query && t.xqa_group;
 }
 
 std::optional<Op> as_launched(const Op& op, const Roofline& rf) {
@@ -126,8 +122,8 @@ std::optional<Op> as_launched(const Op& op, const Roofline& rf) {
   o.deepgemm = o.deepgemm || deepgemm;
   if (mmha) o.tiling.xqa_group = false;
   Tiling& t = o.tiling;
-  if (decode && !rf.xqa_fp8_forced) t.xqa_fp8_cache = false;
-  if (decode && !rf.decode_multi_block) {
+  if (decode && !rf.decode.xqa_fp8_forced) t.xqa_fp8_cache = false;
+  if (decode && !rf.decode.multi_block) {
     // One block per (sequence, KV head) for XQA, (sequence, query head) for MMHA; XQA's test counts
     // the former (Tiling::sequences, its blocks).
     t.split_k = 1;
@@ -135,7 +131,7 @@ std::optional<Op> as_launched(const Op& op, const Roofline& rf) {
     t.xqa_gain_blocks = std::min(t.xqa_gain_blocks, t.sequences);
   }
   // An XQA launch over an fp8 cache without the Hopper kernel: the Ampere-style kernel's costs.
-  if (decode && !rf.xqa_hopper_kernel && o.fp8_cache && t.xqa_group && !launch_shape(t, rf.sms).mmha) o.fp8_cache = false;
+  if (decode && !rf.decode.xqa_hopper_kernel && o.fp8_cache && t.xqa_group && !launch_shape(t, rf.sms).mmha) o.fp8_cache = false;
   const bool same = !deepgemm && !mmha && o.fp8_cache == op.fp8_cache && t.xqa_fp8_cache == op.tiling.xqa_fp8_cache && t.split_k == op.tiling.split_k &&
                     t.mmha_key_tiles == op.tiling.mmha_key_tiles && t.xqa_gain_blocks == op.tiling.xqa_gain_blocks;
   if (same) return std::nullopt;

@@ -420,7 +420,7 @@ void add_gqa_rope(const Ctx& c, LayerParts& L, const PathResult& path, double to
       if (r.op.kind() != OpKind::attention || !r.op.tiling.decode_kernel) continue;
       launched += static_cast<double>(r.layers);
       const std::optional<Op> as_run = as_launched(r.op, c.rf);  // as the engine's XQA generation launches it
-      if (trtllm_decode_fuses_preprocessing(c.hw, (as_run ? *as_run : r.op).tiling, fp8_cache, c.rf.xqa_hopper_kernel)) fused += static_cast<double>(r.layers);
+      if (trtllm_decode_fuses_preprocessing(c.hw, (as_run ? *as_run : r.op).tiling, fp8_cache, c.rf.decode.xqa_hopper_kernel)) fused += static_cast<double>(r.layers);
     }
     if (launched > 0) share = 1 - fused / launched;
   }
@@ -647,11 +647,11 @@ StepOverheads step_overheads(const EngineProfile& p) {
   o.gqa_decode_kernel_fuses_rope = num("gqa_decode_kernel_fuses_rope", 0) != 0;
   o.deepgemm_hopper = num("deepgemm_hopper", 0) != 0;
   o.deepgemm_blackwell = num("deepgemm_blackwell", 0) != 0;
-  o.gqa_decode_xqa = num("gqa_decode_xqa", 1) != 0;
-  o.gqa_decode_xqa_group = num("gqa_decode_xqa_group", 0);
-  o.gqa_decode_xqa_hopper_kernel = num("gqa_decode_xqa_hopper_kernel", 1) != 0;
-  o.gqa_decode_fp8_forces_xqa = num("gqa_decode_fp8_forces_xqa", 1) != 0;
-  o.gqa_decode_multi_block = num("gqa_decode_multi_block", 1) != 0;
+  o.gqa_decode = {.xqa = num("gqa_decode_xqa", 1) != 0,
+                  .xqa_only_group = num("gqa_decode_xqa_group", 0),
+                  .xqa_hopper_kernel = num("gqa_decode_xqa_hopper_kernel", 1) != 0,
+                  .xqa_fp8_forced = num("gqa_decode_fp8_forces_xqa", 1) != 0,
+                  .multi_block = num("gqa_decode_multi_block", 1) != 0};
   o.source = p.label() + " (" + p.file + ")";
   return o;
 }
@@ -709,11 +709,7 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
   // The engine's block-fp8 GEMM library on this GPU.
   Roofline rf = engine_free;
   rf.deepgemm = runs_deepgemm(req.overheads, hw);
-  rf.xqa = req.overheads.gqa_decode_xqa;
-  rf.xqa_only_group = req.overheads.gqa_decode_xqa_group;
-  rf.xqa_hopper_kernel = req.overheads.gqa_decode_xqa_hopper_kernel;
-  rf.xqa_fp8_forced = req.overheads.gqa_decode_fp8_forces_xqa;
-  rf.decode_multi_block = req.overheads.gqa_decode_multi_block;
+  rf.decode = req.overheads.gqa_decode;
   StepResult out;
   out.phase = req.phase;
   Ctx c{m, req, rf, hw};
@@ -977,14 +973,14 @@ StepResult step_time(const ModelSpec& m, const HardwareSpec& hw, const Roofline&
     out.notes.push_back(low_latency(req) ? "two-batch overlap (low latency): each layer takes the longer of its dispatch, experts and combine and the rest, over two micro-batches"
                                          : "two-batch overlap (normal): each layer takes the longer of its compute, on the SMs the all-to-all leaves, and its communication");
   if (req.mtp_draft > 0 && m.mtp_layers == 0) out.notes.push_back(m.name + " has no MTP module: no draft tokens");
-  if (!rf.xqa && req.phase == Phase::decode && !m.is_mla())
+  if (!rf.decode.xqa && req.phase == Phase::decode && !m.is_mla())
     out.notes.push_back("GQA decode runs MMHA, one block per query head and sequence: the engine has no XQA (gqa_decode_xqa false)");
-  else if (rf.xqa)
+  else if (rf.decode.xqa)
     // A decode launch as_launched turns into MMHA for its head group (each rank's, on its tiling).
     for (const OpRow& r : path.ops)
       if (r.op.kind() == OpKind::attention && engine_refuses_xqa(rf, r.op.tiling)) {
         out.notes.push_back("GQA decode runs MMHA, one block per query head and sequence: the engine's XQA kernels take " +
-                            std::to_string(static_cast<std::int64_t>(rf.xqa_only_group)) + " query heads per KV head only (gqa_decode_xqa_group), each rank here " +
+                            std::to_string(static_cast<std::int64_t>(rf.decode.xqa_only_group)) + " query heads per KV head only (gqa_decode_xqa_group), each rank here " +
                             std::to_string(static_cast<std::int64_t>(r.op.tiling.head_group)));
         break;
       }

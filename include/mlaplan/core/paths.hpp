@@ -85,7 +85,7 @@ struct Tiling {
   bool xqa_group = false;
   double xqa_gain_blocks = 0;
   // The decode step's head group (query heads per KV head), for an engine whose XQA kernels take one
-  // group only (Roofline::xqa_only_group). 0: not a GQA decode kernel.
+  // group only (DecodeKernelRules::xqa_only_group). 0: not a GQA decode kernel.
   double head_group = 0;
   // Whether the decode step reads an fp8 (E4M3) cache: TensorRT-LLM's dispatch then prefers XQA wherever
   // it has a kernel for the head group, however few its blocks (DecoderXQARunner::shouldUse, for

@@ -10,6 +10,34 @@
 
 namespace mlaplan {
 
+// How an engine launches TensorRT-LLM's GQA decode kernels, from its profile's gqa_decode_* keys
+// (StepOverheads::gqa_decode, the Roofline's decode): every field as TensorRT-LLM 1.x launches them
+// for an engine without the keys.
+struct DecodeKernelRules {
+  // The engine has TensorRT-LLM's XQA decode kernels (gqa_decode_xqa): false, a GQA decode step that
+  // XQA would take runs the masked multi-head attention kernel (MMHA) instead, one block per query
+  // head (op_time gives such ops Tiling::xqa_group false), as TensorRT-LLM did before XQA.
+  bool xqa = true;
+  // ... and the only head group its XQA kernels take (gqa_decode_xqa_group; 0: every group XQA's
+  // dispatch takes, 2 to 32): a GQA decode step of another group runs MMHA, as where xqa is false.
+  double xqa_only_group = 0;
+  // ... whether its XQA has the Hopper kernel for an E4M3 cache (gqa_decode_xqa_hopper_kernel: QGMMA
+  // fed by TMA, mha_sm90, from 0.10.0): false, a Hopper XQA launch over an fp8 cache runs the
+  // Ampere-style kernel instead, at the family's costs (not its fp8-cache pair: op_time gives such ops
+  // Op::fp8_cache false) and after the RoPE + KV-append kernel (trtllm_decode_fuses_preprocessing).
+  bool xqa_hopper_kernel = true;
+  // ... whether an fp8 cache sends a GQA decode step to XQA however few its blocks
+  // (gqa_decode_fp8_forces_xqa, Tiling::xqa_fp8_cache): false, its blocks must reach a quarter of the
+  // SMs as over a 16-bit cache.
+  bool xqa_fp8_forced = true;
+  // ... whether its decode kernels split a sequence's keys over several blocks (gqa_decode_multi_block,
+  // TensorRT-LLM's multi-block mode): false, XQA runs one block per sequence and KV head and MMHA one
+  // per sequence and query head (Tiling::split_k and mmha_key_tiles 1), and XQA's perf-gain test
+  // counts those blocks alone (xqa_gain_blocks).
+  bool multi_block = true;
+  bool operator==(const DecodeKernelRules&) const = default;
+};
+
 struct Roofline {
   FlopsPerSecond peak{0};
   BytesPerSecond bandwidth{0};
@@ -29,28 +57,9 @@ struct Roofline {
   // deepgemm_blackwell): op_time gives such ops Op::deepgemm. False: the engine's own kernels, or no
   // engine.
   bool deepgemm = false;
-  // The engine has TensorRT-LLM's XQA decode kernels (its profile's gqa_decode_xqa; true without an
-  // engine): false, a GQA decode step that XQA would take runs the masked multi-head attention kernel
-  // (MMHA) instead, one block per query head (op_time gives such ops Tiling::xqa_group false), as
-  // TensorRT-LLM did before XQA.
-  bool xqa = true;
-  // ... and the only head group its XQA kernels take (gqa_decode_xqa_group; 0: every group XQA's
-  // dispatch takes, 2 to 32): a GQA decode step of another group runs MMHA, as where xqa is false.
-  double xqa_only_group = 0;
-  // ... whether its XQA has the Hopper kernel for an E4M3 cache (gqa_decode_xqa_hopper_kernel: QGMMA
-  // fed by TMA, mha_sm90, from 0.10.0): false, a Hopper XQA launch over an fp8 cache runs the
-  // Ampere-style kernel instead, at the family's costs (not its fp8-cache pair: op_time gives such ops
-  // Op::fp8_cache false) and after the RoPE + KV-append kernel (trtllm_decode_fuses_preprocessing).
-  bool xqa_hopper_kernel = true;
-  // ... whether an fp8 cache sends a GQA decode step to XQA however few its blocks
-  // (gqa_decode_fp8_forces_xqa, Tiling::xqa_fp8_cache): false, its blocks must reach a quarter of the
-  // SMs as over a 16-bit cache.
-  bool xqa_fp8_forced = true;
-  // ... whether its decode kernels split a sequence's keys over several blocks (gqa_decode_multi_block,
-  // TensorRT-LLM's multi-block mode): false, XQA runs one block per sequence and KV head and MMHA one
-  // per sequence and query head (Tiling::split_k and mmha_key_tiles 1), and XQA's perf-gain test
-  // counts those blocks alone (xqa_gain_blocks).
-  bool decode_multi_block = true;
+  // How the engine launches TensorRT-LLM's GQA decode kernels (its profile's gqa_decode_* keys, held
+  // by StepOverheads::gqa_decode and copied whole; TensorRT-LLM 1.x's launches without an engine).
+  DecodeKernelRules decode;
   // The non-tensor FP32 peak, at which a calibrated family's MMHA launches compute where the family
   // has eta_compute_mmha (efficiency.hpp); 0: unknown.
   FlopsPerSecond peak_cuda_core{0};
@@ -99,15 +108,15 @@ OpTime op_time(const Op& op, const Roofline& rf);
 bool takes_fp8_efficiency(const Op& op, const Roofline& rf);
 // The op as the Roofline's engine launches it, where op_time (and --explain) time it otherwise than
 // the op says: a block-scaled fp8 GEMM as DeepGEMM's where the engine runs DeepGEMM
-// (Roofline::deepgemm); a GQA decode kernel through MMHA where the engine has no XQA (Roofline::xqa)
+// (Roofline::deepgemm); a GQA decode kernel through MMHA where the engine has no XQA (DecodeKernelRules::xqa)
 // or no XQA kernel for its head group (xqa_takes_group); as the engine's XQA generation dispatches and
-// launches it (Roofline::xqa_fp8_forced, decode_multi_block, xqa_hopper_kernel). nullopt: as the op says.
+// launches it (DecodeKernelRules::xqa_fp8_forced, multi_block, xqa_hopper_kernel). nullopt: as the op says.
 std::optional<Op> as_launched(const Op& op, const Roofline& rf);
 // Whether the engine's XQA kernels take a decode op's head group (Tiling::head_group): every group
-// but where the engine's take one only (Roofline::xqa_only_group).
+// but where the engine's take one only (DecodeKernelRules::xqa_only_group).
 bool xqa_takes_group(const Roofline& rf, const Tiling& t);
 // Whether a GQA decode launch that XQA's dispatch would take runs MMHA because of the engine: it has
-// no XQA (Roofline::xqa) or no XQA kernel for the op's head group (xqa_takes_group). Not a
+// no XQA (DecodeKernelRules::xqa) or no XQA kernel for the op's head group (xqa_takes_group). Not a
 // speculative step's (XQA's multi-query kernels), nor a head group XQA never takes (MHA, above 32).
 bool engine_refuses_xqa(const Roofline& rf, const Tiling& t);
 // Whether an op computes at the fp8 peak: an fp8 op, or the absorbed path's latent attention over an

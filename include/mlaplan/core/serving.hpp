@@ -158,19 +158,10 @@ struct StepOverheads {
   // Whether block-scaled fp8 dense GEMMs run DeepGEMM on a Hopper and on a Blackwell GPU (the
   // Roofline's deepgemm: its family's DeepGEMM efficiency), else the engine's own block kernels.
   bool deepgemm_hopper = false, deepgemm_blackwell = false;
-  // Whether the engine has TensorRT-LLM's XQA decode kernels (gqa_decode_xqa; the Roofline's xqa),
-  // else its GQA decode steps run MMHA. True for every engine without the key.
-  bool gqa_decode_xqa = true;
-  // ... and the only head group they take (gqa_decode_xqa_group; the Roofline's xqa_only_group): 0,
-  // every group from 2 to 32.
-  double gqa_decode_xqa_group = 0;
-  // ... whether their XQA has the Hopper kernel for an fp8 cache, whether an fp8 cache sends every
-  // GQA decode step to XQA, and whether the decode kernels split keys over blocks (multi-block mode):
-  // gqa_decode_xqa_hopper_kernel, gqa_decode_fp8_forces_xqa, gqa_decode_multi_block; the Roofline's
-  // xqa_hopper_kernel, xqa_fp8_forced and decode_multi_block. True for every engine without the keys.
-  bool gqa_decode_xqa_hopper_kernel = true;
-  bool gqa_decode_fp8_forces_xqa = true;
-  bool gqa_decode_multi_block = true;
+  // How it launches TensorRT-LLM's GQA decode kernels (gqa_decode_xqa, gqa_decode_xqa_group,
+  // gqa_decode_xqa_hopper_kernel, gqa_decode_fp8_forces_xqa, gqa_decode_multi_block): the Roofline's
+  // decode, copied whole. TensorRT-LLM 1.x's launches for every engine without the keys.
+  DecodeKernelRules gqa_decode;
   std::string source;  // "sglang@0.5.4+ (engines/sglang-0.5.4.json)" or why none applies
 };
 
