@@ -108,14 +108,14 @@ TEST_CASE("Published DeepEP timings: the low-latency fit holds and the committed
   CHECK(s.median <= 0.035);
   CHECK(s.p90 <= 0.17);
   // The TP all-reduce rows (NCCL 2.27.3 under trtllm@0.5.0, TensorRT-LLM 1.3.0rc20's op under
-  // trtllm@1.0.0): what scripts/fit-allreduce.py found.
-  for (const std::string engine : {"trtllm@0.5.0", "trtllm@1.0.0"}) {
+  // trtllm@1.0.0, vLLM 0.14.0's custom all-reduce under vllm@0.9.0): what scripts/fit-allreduce.py found.
+  for (const std::string engine : {"trtllm@0.5.0", "trtllm@1.0.0", "vllm@0.9.0"}) {
     std::vector<double> reduce;
     for (const AllToAllCheck& c : checks)
       if (c.row.mode == "allreduce" && c.row.engine == engine) reduce.push_back(std::abs(c.error));
     const ErrorStats r = ape_stats(reduce);
     INFO(engine);
-    CHECK(r.n >= 69);
+    CHECK(r.n >= 45);
     CHECK(r.median <= 0.045);
     CHECK(r.p90 <= 0.09);
   }
@@ -176,17 +176,17 @@ TEST_CASE("All-to-all timing CSVs: hostile input is refused naming the row and c
   CHECK(with(",2,8,", ",2,16,") == "a.csv (row 'a'): key 'gpus_per_node' = 16: more than H100 SXM5 80GB's scale-up domain of 8");
 }
 
-LinkSpec trtllm_links(const std::string& engine, const std::string& gpu = "h100-sxm") {
+LinkSpec engine_links(const std::string& engine, const std::string& gpu = "h100-sxm") {
   return links_for(load_gpu(gpu), step_overheads(load_engine(engine)));
 }
 
-TEST_CASE("Worked example: TensorRT-LLM's TP all-reduce on H100, by hand", "[serving][all_to_all][all_reduce]") {
+TEST_CASE("Worked example: TensorRT-LLM's and vLLM's TP all-reduce on H100, by hand", "[serving][all_to_all][all_reduce]") {
   // 1.0.0 at 4 GPUs, 512 tokens x 8,192 bf16 values = 8,388,608 B per rank (Llama-2-70B's decode at
   // batch 512): one-shot 2.97 µs + 3 x S / (450 GB/s x 0.661) = 87.6 µs; NCCL's low-latency protocol
   // 10.4 µs + 1.5 x S / (450 GB/s x 0.431) = 75.3 µs; its bandwidth protocol 27 µs + 1.5 x S / (450 GB/s
   // x 0.779) = 62.9 µs, the fastest. aiconfigurator measured 63.8 µs (trtllm-g4-v4194304).
   const double s = 512.0 * 8192 * 2;
-  const LinkSpec v1 = trtllm_links("trtllm@1.0.0");
+  const LinkSpec v1 = engine_links("trtllm@1.0.0");
   REQUIRE(v1.all_reduce.size() == 9);
   CHECK(all_reduce_time(s, 4, 8, v1).value == Approx(27e-6 + 1.5 * s / (450e9 * 0.779)).epsilon(1e-12));
   CHECK(all_reduce_time(s, 4, 8, v1).value == Approx(62.89e-6).epsilon(1e-3));
@@ -194,12 +194,12 @@ TEST_CASE("Worked example: TensorRT-LLM's TP all-reduce on H100, by hand", "[ser
   // = 3.57 µs (measured 3.6). 0.5.0 runs NCCL alone: its low-latency protocol, 16.5 µs + 1.75 x 16,384 B /
   // (450 GB/s x 0.428) = 16.65 µs (measured 18.4 and 19.0).
   CHECK(all_reduce_time(16384, 8, 8, v1).value == Approx(3.14e-6 + 7 * 16384 / (450e9 * 0.594)).epsilon(1e-12));
-  const LinkSpec v05 = trtllm_links("trtllm@0.5.0");
+  const LinkSpec v05 = engine_links("trtllm@0.5.0");
   CHECK(all_reduce_time(16384, 8, 8, v05).value == Approx(16.5e-6 + 1.75 * 16384 / (450e9 * 0.428)).epsilon(1e-12));
   // 0.8.0's custom kernels take a message up to their workspace, 16,000,000 B at 2 ranks: one-shot
   // 2.74 µs + 16e6 B / (450 GB/s x 0.563) = 65.9 µs; a byte more goes to NCCL, 19.9 µs + 16e6 B / (450 GB/s
   // x 0.661) = 73.7 µs.
-  const LinkSpec v08 = trtllm_links("trtllm@0.8.0");
+  const LinkSpec v08 = engine_links("trtllm@0.8.0");
   CHECK(all_reduce_time(16e6, 2, 8, v08).value == Approx(2.74e-6 + 16e6 / (450e9 * 0.563)).epsilon(1e-12));
   CHECK(all_reduce_time(16e6 + 1, 2, 8, v08).value == Approx(19.9e-6 + (16e6 + 1) / (450e9 * 0.661)).epsilon(1e-12));
   CHECK(all_reduce_time(16e6 + 1, 2, 8, v1).value == Approx(2.74e-6 + (16e6 + 1) / (450e9 * 0.563)).epsilon(1e-12));
@@ -209,6 +209,13 @@ TEST_CASE("Worked example: TensorRT-LLM's TP all-reduce on H100, by hand", "[ser
   const double net = load_gpu("h100-sxm").scale_out_bandwidth_per_direction.value;
   REQUIRE(net > 0);
   CHECK(all_reduce_time(s, 16, 8, v1).value == Approx(10e-6 + 30.0 / 16 * s / (net * 0.8)).epsilon(1e-12));
+  // vLLM at 4 GPUs: its one-shot kernel below 512 KiB, 4.59 µs + 3 x 262,144 B / (450 GB/s x 0.699) = 7.09 µs
+  // (measured 7.10); its two-shot kernel up to 8 MiB, 8.13 µs + 1.5 x 1 MiB / (450 GB/s x 0.664) = 13.39
+  // µs (measured 12.80); from 8 MiB NCCL, as TensorRT-LLM's.
+  const LinkSpec vl = engine_links("vllm@0.9.0");
+  CHECK(all_reduce_time(262144, 4, 8, vl).value == Approx(4.59e-6 + 3 * 262144 / (450e9 * 0.699)).epsilon(1e-12));
+  CHECK(all_reduce_time(1048576, 4, 8, vl).value == Approx(8.13e-6 + 1.5 * 1048576 / (450e9 * 0.664)).epsilon(1e-12));
+  CHECK(all_reduce_time(s, 4, 8, vl).value == Approx(all_reduce_time(s, 4, 8, v1).value).epsilon(1e-12));
   // Nothing to reduce.
   CHECK(all_reduce_time(s, 1, 8, v1).value == 0);
   CHECK(all_reduce_time(0, 4, 8, v1).value == 0);
@@ -217,7 +224,7 @@ TEST_CASE("Worked example: TensorRT-LLM's TP all-reduce on H100, by hand", "[ser
 TEST_CASE("TP all-reduce laws: every engine profile, group size and message", "[serving][all_to_all][all_reduce][property]") {
   for (const std::string engine : {"trtllm@0.5.0", "trtllm@0.8.0", "trtllm@0.19.0", "trtllm@1.0.0", "vllm", "sglang"})
     for (const std::string gpu : {"h100-sxm", "a100-80gb", "b200"}) {
-      const LinkSpec l = trtllm_links(engine, gpu);
+      const LinkSpec l = engine_links(engine, gpu);
       for (const double ranks : {2.0, 3.0, 4.0, 8.0}) {
         double last = 0;
         for (double s = 256; s <= 1.1e9; s *= 2) {
