@@ -192,7 +192,7 @@ TEST_CASE("Worked example: TensorRT-LLM's and vLLM's TP all-reduce on H100, by h
   CHECK(all_reduce_time(s, 4, 8, v1).value == Approx(62.89e-6).epsilon(1e-3));
   // A small message takes the one-shot kernel: 16 KiB at 8 GPUs, 3.14 µs + 7 x 16,384 B / (450 GB/s x 0.594)
   // = 3.57 µs (measured 3.6). 0.5.0 runs NCCL alone: its low-latency protocol, 16.5 µs + 1.75 x 16,384 B /
-  // (450 GB/s x 0.428) = 16.65 µs (measured 18.4 and 19.0).
+  // (450 GB/s x 0.428) = 16.65 µs (measured 16.69 and 16.58).
   CHECK(all_reduce_time(16384, 8, 8, v1).value == Approx(3.14e-6 + 7 * 16384 / (450e9 * 0.594)).epsilon(1e-12));
   const LinkSpec v05 = engine_links("trtllm@0.5.0");
   CHECK(all_reduce_time(16384, 8, 8, v05).value == Approx(16.5e-6 + 1.75 * 16384 / (450e9 * 0.428)).epsilon(1e-12));
@@ -264,6 +264,20 @@ TEST_CASE("A serving step's TP all-reduce is all_reduce_time per call", "[servin
   // 512 x 32,000 fp32 logits, 146.5 µs.
   const double gather = 0.75 * 512 * 32000 * 4 / (450e9 * 0.8) + 10e-6;
   CHECK(ar->time.value == Approx(160 * call + gather).epsilon(1e-9));
+  // Each rank sends the ring's bytes, 1.5 x the message, and the gather's; at speed of light the ring's.
+  CHECK(ar->link_bytes.value == Approx(160 * 1.5 * 512 * 8192 * 2 + 0.75 * 512 * 32000 * 4).epsilon(1e-9));
+  // At 8 sequences a call is 131,072 B, within the custom kernels' workspace: the one-shot kernel,
+  // 2.97 µs + 3 x 131,072 B / (450 GB/s x 0.661) = 4.29 µs, whose ranks each read their 3 peers' buffers.
+  req.w.groups = {step_group(Phase::decode, 8, 1000, 0)};
+  const StepResult small = step_time(m, hw, roofline_for(hw, DType::bf16, Efficiency{}), req);
+  const StepRow* ar8 = nullptr;
+  for (const StepRow& row : small.rows)
+    if (row.component == StepComponent::tp_allreduce) ar8 = &row;
+  REQUIRE(ar8 != nullptr);
+  const double gather8 = 0.75 * 8 * 32000 * 4;
+  CHECK(ar8->time.value == Approx(160 * (2.97e-6 + 3 * 131072 / (450e9 * 0.661)) + gather8 / (450e9 * 0.8) + 10e-6).epsilon(1e-9));
+  CHECK(ar8->link_bytes.value == Approx(160 * 3 * 131072.0 + gather8).epsilon(1e-9));
+  CHECK(ar8->bound.value == Approx((160 * 1.5 * 131072.0 + gather8) / 450e9).epsilon(1e-9));
 }
 
 TEST_CASE("mlaplan-validate --all-to-all: one table mode at a time, its flags only", "[serving][all_to_all][cli]") {

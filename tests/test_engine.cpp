@@ -491,15 +491,15 @@ TEST_CASE("Hostile engine profiles: one line naming the file and key and value",
   CHECK(by_ep("[]") == "p.json: key 'parameters.moe_imbalance_by_ep.value' = []: expected 1 to 64 rows of 2 numbers");
   imb["parameters"]["moe_imbalance"] = {{"value", 1.1}, {"source", "x"}};
   CHECK(by_ep("[[8, 1.06]]") == "p.json: moe_imbalance_by_ep: give it or moe_imbalance, not both");
-  // TP all-reduce algorithms: whole groups from 2, whole bytes, an efficiency in (0, 2], one-shot 0 or 1.
+  // TP all-reduce algorithms: whole groups from 2, whole bytes, an efficiency in (0, 1], one-shot 0 or 1.
   nlohmann::json ar = sg;
   auto reduce = [&](const char* rows) { return with_table(ar, "tp_allreduce", rows); };
   CHECK(reduce("[[2, 0, 2.74, 0.563, 1], [8, 8000000, 48.9, 0.967, 0]]") == "(accepted)");
   CHECK(reduce("[[1, 0, 3, 0.5, 1]]") == "p.json: tp_allreduce: [1, 0, 3, 0.5, 1] (expected a whole group of at least 2 ranks)");
   CHECK(reduce("[[2.5, 0, 3, 0.5, 1]]") == "p.json: tp_allreduce: [2.5, 0, 3, 0.5, 1] (expected a whole group of at least 2 ranks)");
   CHECK(reduce("[[2, 1.5, 3, 0.5, 1]]") == "p.json: tp_allreduce: [2, 1.5, 3, 0.5, 1] (expected whole bytes, 0 for any message)");
-  CHECK(reduce("[[2, 0, 3, 0, 1]]") == "p.json: tp_allreduce: [2, 0, 3, 0, 1] (expected a fraction of the NVLink bandwidth above 0, at most 2 where the switch reduces)");
-  CHECK(reduce("[[2, 0, 3, 2.5, 1]]") == "p.json: tp_allreduce: [2, 0, 3, 2.5, 1] (expected a fraction of the NVLink bandwidth above 0, at most 2 where the switch reduces)");
+  CHECK(reduce("[[2, 0, 3, 0, 1]]") == "p.json: tp_allreduce: [2, 0, 3, 0, 1] (expected a fraction of the NVLink bandwidth above 0, at most 1)");
+  CHECK(reduce("[[2, 0, 3, 1.5, 1]]") == "p.json: tp_allreduce: [2, 0, 3, 1.5, 1] (expected a fraction of the NVLink bandwidth above 0, at most 1)");
   CHECK(reduce("[[2, 0, 3, 0.5, 2]]") == "p.json: tp_allreduce: [2, 0, 3, 0.5, 2] (expected one-shot 0 or 1)");
   CHECK(reduce("[[2, 0, 3, 0.5]]") == "p.json: key 'parameters.tp_allreduce.value' = [2,0,3,0.5]: expected a row of 5 numbers");
   CHECK(reduce("[[2, 0, -3, 0.5, 1]]") == "p.json: key 'parameters.tp_allreduce.value' = [2,0,-3,0.5,1]: expected numbers from 0 to 10^9");

@@ -190,7 +190,7 @@ std::string engine_profile_problem(const EngineProfile& p) {
       at << "tp_allreduce: [" << row[0] << ", " << row[1] << ", " << row[2] << ", " << row[3] << ", " << row[4] << "] ";
       if (row[0] < 2 || row[0] != std::floor(row[0])) return at.str() + "(expected a whole group of at least 2 ranks)";
       if (row[1] != std::floor(row[1])) return at.str() + "(expected whole bytes, 0 for any message)";
-      if (row[3] <= 0 || row[3] > 2) return at.str() + "(expected a fraction of the NVLink bandwidth above 0, at most 2 where the switch reduces)";
+      if (row[3] <= 0 || row[3] > 1) return at.str() + "(expected a fraction of the NVLink bandwidth above 0, at most 1)";
       if (row[4] != 0 && row[4] != 1) return at.str() + "(expected one-shot 0 or 1)";
     }
   if (p.family != EngineFamily::sglang) return {};

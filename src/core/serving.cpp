@@ -139,29 +139,46 @@ Timed time_op(const Op& op, const Roofline& rf, const Roofline& sol) {
 
 double all_reduce_link_factor(const AllReduceAlgorithm& a, double ranks) { return a.one_shot ? ranks - 1 : 2 * (ranks - 1) / ranks; }
 
-Seconds all_reduce_time(double bytes, double ranks, double gpus_per_node, const LinkSpec& l) {
-  if (ranks < 2 || bytes <= 0) return Seconds{0};
+namespace {
+
+// The fastest of the engine's all-reduce algorithms for a call (all_reduce_time): its time and the
+// bytes each rank moves over its link (a one-shot kernel's (ranks − 1)·S, a ring's 2(ranks − 1)/ranks·S).
+struct AllReduceCall {
+  double time = 0, link_bytes = 0;
+};
+
+AllReduceCall fastest_all_reduce(double bytes, double ranks, double gpus_per_node, const LinkSpec& l) {
+  if (ranks < 2 || bytes <= 0) return {};
+  const double ring = 2 * (ranks - 1) / ranks * bytes;
   if (ranks > gpus_per_node)
-    return l.scale_out.value > 0 ? Seconds{l.latency.value + 2 * (ranks - 1) / ranks * bytes / (l.scale_out.value * l.eta_scale_out)} : Seconds{0};
-  if (l.scale_up.value <= 0) return Seconds{0};
-  std::optional<double> best;
+    return {l.scale_out.value > 0 ? l.latency.value + ring / (l.scale_out.value * l.eta_scale_out) : 0, ring};
+  if (l.scale_up.value <= 0) return {0, ring};
+  std::optional<AllReduceCall> best;
   for (const AllReduceAlgorithm& a : l.all_reduce)
     if (a.ranks == ranks && (a.max_bytes <= 0 || bytes <= a.max_bytes)) {
-      const double t = a.latency.value + all_reduce_link_factor(a, ranks) * bytes / (l.scale_up.value * a.eta);
-      if (!best || t < *best) best = t;
+      const double moved = all_reduce_link_factor(a, ranks) * bytes;
+      const double t = a.latency.value + moved / (l.scale_up.value * a.eta);
+      if (!best || t < best->time) best = AllReduceCall{t, moved};
     }
-  if (!best) best = l.latency.value + 2 * (ranks - 1) / ranks * bytes / (l.scale_up.value * l.eta_scale_up);
-  return Seconds{*best};
+  if (!best) best = AllReduceCall{l.latency.value + ring / (l.scale_up.value * l.eta_scale_up), ring};
+  return *best;
+}
+
+}  // namespace
+
+Seconds all_reduce_time(double bytes, double ranks, double gpus_per_node, const LinkSpec& l) {
+  return Seconds{fastest_all_reduce(bytes, ranks, gpus_per_node, l).time};
 }
 
 namespace {
 
 Timed time_transfer(const Transfer& x, const LinkSpec& l) {
   if (x.use == Transfer::Use::all_reduce) {
+    // The bound: the ring's bytes at the link's peak, whichever algorithm the engine runs.
     const bool across = x.scale_out_bytes > 0;
     const double link = across ? l.scale_out.value : l.scale_up.value;
     if (link <= 0) return {};
-    return {all_reduce_time(x.payload, x.ranks, x.domain, l), Seconds{(x.scale_up_bytes + x.scale_out_bytes) / link}, across ? "network" : "nvlink"};
+    return {all_reduce_time(x.payload, x.ranks, x.domain, l), Seconds{2 * (x.ranks - 1) / x.ranks * x.payload / link}, across ? "network" : "nvlink"};
   }
   const AllToAllLink* a = x.use == Transfer::Use::low_latency ? &l.low_latency : x.use == Transfer::Use::normal ? &l.normal : nullptr;
   const double eta_up = a ? a->eta_scale_up : l.eta_scale_up;
@@ -301,10 +318,10 @@ void add_attention(LayerParts& L, const PathResult& path, double layers, double 
 void add_allreduce(const Ctx& c, LayerParts& L, double tokens, double width, double bytes_per_value, double count) {
   if (c.tp <= 1) return;
   const double payload = tokens * width * bytes_per_value;
-  const double sent = 2 * (c.tp - 1) / c.tp * payload;
   Transfer t{StepComponent::tp_allreduce};
   const double domain = static_cast<double>(c.req.gpus_per_node);
-  (c.tp <= domain ? t.scale_up_bytes : t.scale_out_bytes) = sent;
+  // The bytes the engine's algorithm moves (a one-shot kernel reads every peer's buffer).
+  (c.tp <= domain ? t.scale_up_bytes : t.scale_out_bytes) = fastest_all_reduce(payload, c.tp, domain, c.req.links).link_bytes;
   t.use = Transfer::Use::all_reduce;
   t.payload = payload;
   t.ranks = c.tp;
