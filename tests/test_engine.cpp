@@ -494,7 +494,8 @@ TEST_CASE("Hostile engine profiles: one line naming the file and key and value",
   // TP all-reduce algorithms: whole groups from 2, whole bytes, an efficiency in (0, 1], one-shot 0 or 1.
   nlohmann::json ar = sg;
   auto reduce = [&](const char* rows) { return with_table(ar, "tp_allreduce", rows); };
-  CHECK(reduce("[[2, 0, 2.74, 0.563, 1], [8, 8000000, 48.9, 0.967, 0]]") == "(accepted)");
+  CHECK(reduce("[[2, 0, 2.74, 0.563, 1], [8, 8000000, 3.14, 0.594, 1], [8, 0, 48.9, 0.967, 0]]") == "(accepted)");
+  CHECK(reduce("[[2, 0, 2.74, 0.563, 1], [8, 8000000, 48.9, 0.967, 0]]") == "p.json: tp_allreduce: no row for 8 ranks takes any message (expected one with max bytes 0)");
   CHECK(reduce("[[1, 0, 3, 0.5, 1]]") == "p.json: tp_allreduce: [1, 0, 3, 0.5, 1] (expected a whole group of at least 2 ranks)");
   CHECK(reduce("[[2.5, 0, 3, 0.5, 1]]") == "p.json: tp_allreduce: [2.5, 0, 3, 0.5, 1] (expected a whole group of at least 2 ranks)");
   CHECK(reduce("[[2, 1.5, 3, 0.5, 1]]") == "p.json: tp_allreduce: [2, 1.5, 3, 0.5, 1] (expected whole bytes, 0 for any message)");

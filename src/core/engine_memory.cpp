@@ -193,6 +193,17 @@ std::string engine_profile_problem(const EngineProfile& p) {
       if (row[3] <= 0 || row[3] > 1) return at.str() + "(expected a fraction of the NVLink bandwidth above 0, at most 1)";
       if (row[4] != 0 && row[4] != 1) return at.str() + "(expected one-shot 0 or 1)";
     }
+  if (p.has("tp_allreduce")) {
+    // Every group size needs a row that takes any message: else a message past every row's limit
+    // would fall back to the generic ring, which may be faster than the rows that stopped it.
+    const auto& rows = p.params.at("tp_allreduce").rows;
+    for (const std::vector<double>& row : rows)
+      if (std::none_of(rows.begin(), rows.end(), [&](const std::vector<double>& r) { return r[0] == row[0] && r[1] == 0; })) {
+        std::ostringstream at;
+        at << "tp_allreduce: no row for " << row[0] << " ranks takes any message (expected one with max bytes 0)";
+        return at.str();
+      }
+  }
   if (p.family != EngineFamily::sglang) return {};
   const std::vector<std::string_view> tiers = {"mem_util_tp1", "mem_util_tp2", "mem_util_tp4", "mem_util_tp8", "mem_util_tp16"};
   std::vector<std::string_view> reserve;
