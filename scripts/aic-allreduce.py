@@ -14,8 +14,8 @@ GPUs of one node, message sizes from 128 to 2^29 values:
                                                         its 8 MiB limit
 
 and writes h100-sxm-allreduce.csv in the format `mlaplan validate --all-to-all` reads: mode and op
-`allreduce`, the message's values as `tokens` with `hidden` 1, topk and experts 1, dtype bf16 (both
-tables' values are 2 bytes), `latency` (milliseconds) as measured_us. The NCCL rows are predicted with
+`allreduce`, the message's values as `tokens` with `hidden` 1, topk and experts 1, dtype bf16 (every
+table's values are 2 bytes), `latency` (milliseconds) as measured_us. The NCCL rows are predicted with
 the trtllm@0.5.0 profile (TensorRT-LLM before its custom all-reduce: NCCL alone), the TensorRT-LLM rows
 with trtllm@1.0.0, the vLLM rows with vllm@0.9.0. Nothing interpolated; rows in the source's order (NCCL's table holds each size
 twice, two runs; both are kept).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fit TensorRT-LLM's TP all-reduce algorithms (the engine profiles' tp_allreduce rows) on H100's tables.
+"""Fit TensorRT-LLM's and vLLM's TP all-reduce algorithms (the engine profiles' tp_allreduce rows) on H100's tables.
 
   scripts/fit-allreduce.py [validate/published/all-to-all/h100-sxm-allreduce.csv]
 
@@ -13,7 +13,8 @@ Per group size (2, 4 and 8 GPUs), on the rows scripts/aic-allreduce.py transcrib
      csrc/custom_all_reduce.cuh REDUCE_CASE), its two-shot kernel, a ring row, on the others.
 S is the message's bytes per rank, 450 GB/s H100's NVLink per direction (hardware/nvidia-h100-sxm.json).
 Least squares in log time over every row of the size, on a grid (latency 1-80 us, eta 0.1-1.2,
-geometric), then a finer grid around the best point. Prints the rows (as the profiles hold them) and
+geometric), then a finer grid around the best point. A profile accepts eta up to 1; every fit
+here lands below it. Prints the rows (as the profiles hold them) and
 each fit's median, p90 and largest |error|; `mlaplan validate --all-to-all` reports what ships.
 """
 import csv

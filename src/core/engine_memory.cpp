@@ -184,8 +184,9 @@ std::string engine_profile_problem(const EngineProfile& p) {
       last_ep = row[0];
     }
   }
-  if (p.has("tp_allreduce"))
-    for (const std::vector<double>& row : p.params.at("tp_allreduce").rows) {
+  if (p.has("tp_allreduce")) {
+    const auto& rows = p.params.at("tp_allreduce").rows;
+    for (const std::vector<double>& row : rows) {
       std::ostringstream at;
       at << "tp_allreduce: [" << row[0] << ", " << row[1] << ", " << row[2] << ", " << row[3] << ", " << row[4] << "] ";
       if (row[0] < 2 || row[0] != std::floor(row[0])) return at.str() + "(expected a whole group of at least 2 ranks)";
@@ -193,10 +194,8 @@ std::string engine_profile_problem(const EngineProfile& p) {
       if (row[3] <= 0 || row[3] > 1) return at.str() + "(expected a fraction of the NVLink bandwidth above 0, at most 1)";
       if (row[4] != 0 && row[4] != 1) return at.str() + "(expected one-shot 0 or 1)";
     }
-  if (p.has("tp_allreduce")) {
     // Every group size needs a row that takes any message: else a message past every row's limit
     // would fall back to the generic ring, which may be faster than the rows that stopped it.
-    const auto& rows = p.params.at("tp_allreduce").rows;
     for (const std::vector<double>& row : rows)
       if (std::none_of(rows.begin(), rows.end(), [&](const std::vector<double>& r) { return r[0] == row[0] && r[1] == 0; })) {
         std::ostringstream at;

@@ -119,10 +119,11 @@ struct Transfer {
   StepComponent component;
   double scale_up_bytes = 0, scale_out_bytes = 0;
   double count = 1;
-  // An all-to-all kind has its own link use; a TP all-reduce within a domain the engine's algorithms
-  // (all_reduce_time over `payload` bytes per rank and `ranks`).
+  // An all-to-all kind has its own link use; a TP all-reduce the time of the engine's fastest
+  // algorithm, found when the transfer is made (fastest_all_reduce), and the ring's bytes, its bound.
   enum class Use { collective, low_latency, normal, all_reduce } use = Use::collective;
-  double payload = 0, ranks = 0, domain = 0;  // all_reduce: bytes per rank, ranks, GPUs per scale-up domain
+  Seconds call{0};
+  double ring_bytes = 0;
 };
 
 struct Timed {
@@ -178,7 +179,7 @@ Timed time_transfer(const Transfer& x, const LinkSpec& l) {
     const bool across = x.scale_out_bytes > 0;
     const double link = across ? l.scale_out.value : l.scale_up.value;
     if (link <= 0) return {};
-    return {all_reduce_time(x.payload, x.ranks, x.domain, l), Seconds{2 * (x.ranks - 1) / x.ranks * x.payload / link}, across ? "network" : "nvlink"};
+    return {x.call, Seconds{x.ring_bytes / link}, across ? "network" : "nvlink"};
   }
   const AllToAllLink* a = x.use == Transfer::Use::low_latency ? &l.low_latency : x.use == Transfer::Use::normal ? &l.normal : nullptr;
   const double eta_up = a ? a->eta_scale_up : l.eta_scale_up;
@@ -321,11 +322,11 @@ void add_allreduce(const Ctx& c, LayerParts& L, double tokens, double width, dou
   Transfer t{StepComponent::tp_allreduce};
   const double domain = static_cast<double>(c.req.gpus_per_node);
   // The bytes the engine's algorithm moves (a one-shot kernel reads every peer's buffer).
-  (c.tp <= domain ? t.scale_up_bytes : t.scale_out_bytes) = fastest_all_reduce(payload, c.tp, domain, c.req.links).link_bytes;
+  const AllReduceCall call = fastest_all_reduce(payload, c.tp, domain, c.req.links);
+  (c.tp <= domain ? t.scale_up_bytes : t.scale_out_bytes) = call.link_bytes;
   t.use = Transfer::Use::all_reduce;
-  t.payload = payload;
-  t.ranks = c.tp;
-  t.domain = domain;
+  t.call = Seconds{call.time};
+  t.ring_bytes = 2 * (c.tp - 1) / c.tp * payload;
   t.count = count;
   L.transfers.push_back(t);
 }
