@@ -497,23 +497,51 @@ TEST_CASE("A GQA decode block costs SM cycles: one fitted cost carries between G
   CHECK(roofline_for(h100, DType::bf16, prof).kernels[static_cast<std::size_t>(KernelFamily::attention_decode)].has_value());
 }
 
+namespace {
+
+// A GQA decode attention op of `flops` and `bytes` whose launch no head group's XQA kernel takes:
+// `ctas` (sequence, KV head) blocks split `split_k` ways for XQA, `mmha_ctas` MMHA blocks of 32 key tiles.
+Op mmha_decode_op(double flops, double bytes, double ctas, double split_k, double mmha_ctas) {
+  Op op;
+  op.id = OpId::attention;
+  op.flops = Flops{flops};
+  op.bytes_read = BytesF{bytes};
+  op.tiling.decode_kernel = true;
+  op.tiling.xqa_group = false;
+  op.tiling.ctas = ctas;
+  op.tiling.sequences = ctas;
+  op.tiling.split_k = split_k;
+  op.tiling.mmha_ctas = mmha_ctas;
+  op.tiling.mmha_key_tiles = 32;
+  return op;
+}
+
+// Each bundled GQA/MHA model's decode attention at TP 1, 1 and 64 sequences of 2 to 131,071 keys:
+// fn(model, keys, sequences, workload, attention op).
+template <class Fn>
+void for_each_gqa_decode(Fn fn) {
+  for (const ModelSpec& m : test::all_models()) {
+    if (m.is_mla()) continue;
+    for (std::int64_t keys : {2, 512, 8191, 131071})
+      for (std::int64_t b : {1, 64}) {
+        Workload w;
+        w.par.tp = 1;
+        w.groups = {SequenceGroup{b, 1, static_cast<double>(keys - 1)}};
+        for (const Op& op : standard_path(m, w))
+          if (op.id == OpId::attention) fn(m, keys, b, w, op);
+      }
+  }
+}
+
+}  // namespace
+
 TEST_CASE("MMHA computes on CUDA cores at its own fraction of the FP32 peak", "[efficiency][example]") {
   // H100's TP1 row of 64 query heads over one KV head (no XQA kernel above a group of 32), 64
   // sequences of 4,096 keys, head size 128 in bf16: F = 64 x 4,096 x 64 x 4 x 128 = 8,589,934,592 FLOP,
   // B = 64 x 4,096 x 2 x 128 x 2 = 134,217,728 bytes. MMHA: one block per query head and sequence,
   // 4,096 CTAs (more than the SMs: no key tiles), w = 4,096 / (32 x 132) = 0.969697.
-  Op op;
-  op.id = OpId::attention;
-  op.flops = Flops{8589934592.0};
-  op.bytes_read = BytesF{134217728.0};
-  op.tiling.decode_kernel = true;
-  op.tiling.xqa_group = false;
-  op.tiling.ctas = 64;
-  op.tiling.sequences = 64;
-  op.tiling.split_k = 16;
+  Op op = mmha_decode_op(8589934592.0, 134217728.0, 64, 16, 4096);
   op.tiling.xqa_gain_blocks = 64 * 32;
-  op.tiling.mmha_ctas = 4096;
-  op.tiling.mmha_key_tiles = 32;
   REQUIRE(launch_shape(op.tiling, 132).mmha);
   REQUIRE(launch_shape(op.tiling, 132).ctas == 4096);
   KernelEfficiency k;
@@ -559,6 +587,82 @@ TEST_CASE("MMHA computes on CUDA cores at its own fraction of the FP32 peak", "[
   CHECK(e.number() == Approx(ot.time.value));
   CHECK(e.formula.find("F / (peak_fp32 · η_mmha · w)") != std::string::npos);
   CHECK(e.formula.find("its FLOPs on CUDA cores at the FP32 peak") != std::string::npos);
+}
+
+TEST_CASE("MMHA streams its cache at its own fraction of the bandwidth", "[efficiency][example]") {
+  // A100's TP1 row of 8 query heads over 8 KV heads (MMHA: no XQA kernel for a group of one), 64
+  // sequences of 8,192 keys, head size 128 in bf16: B = 64 x 8,192 x 8 x 2 x 128 x 2 = 2,147,483,648
+  // bytes. MMHA: one block per query head and sequence, 512 CTAs over 108 SMs (more than the SMs: no
+  // key tiles), w_m = 512 / (4 x 108 + max(80, 108 / 1)) = 0.948148 at a reach of 1.
+  Op op = mmha_decode_op(64.0 * 8192 * 8 * 4 * 128, 2147483648.0, 512, 32, 512);
+  REQUIRE(launch_shape(op.tiling, 108).mmha);
+  REQUIRE(launch_shape(op.tiling, 108).ctas == 512);
+  KernelEfficiency k;
+  k.eta_compute = 0.14;
+  k.eta_memory = 0.6;
+  k.eta_memory_mmha = 0.85;
+  const FlopsPerSecond tensor{312e12};
+  const BytesPerSecond bw{2.039e12};
+  // 2,147,483,648 / (2.039 TB/s x 0.85 x 0.948148) = 1.30682 ms; the row measured 1,256 µs. At the
+  // family's η_m, XQA's 0.6: 1.85133 ms.
+  const CalibratedTime c = calibrated_time(op, k, tensor, bw, 108, 1.41e9, false, Bytes{0});
+  CHECK(c.memory.value == Approx(2147483648.0 / (2.039e12 * 0.85 * (512.0 / 540.0))));
+  CHECK(c.memory.value == Approx(1.30682e-3).epsilon(1e-5));
+  CHECK(eta_memory_for(k, true) == 0.85);
+  CHECK(eta_memory_for(k, false) == 0.6);
+  KernelEfficiency plain = k;
+  plain.eta_memory_mmha.reset();
+  CHECK(eta_memory_for(plain, true) == 0.6);
+  CHECK(calibrated_time(op, plain, tensor, bw, 108, 1.41e9, false, Bytes{0}).memory.value == Approx(1.85133e-3).epsilon(1e-5));
+  // An XQA launch of the same bytes streams at the family's η_m.
+  Op xqa = op;
+  xqa.tiling.xqa_group = true;
+  xqa.tiling.xqa_gain_blocks = 512 * 32;
+  REQUIRE_FALSE(launch_shape(xqa.tiling, 108).mmha);
+  CHECK(calibrated_time(xqa, k, tensor, bw, 108, 1.41e9, false, Bytes{0}).memory.value >= 2147483648.0 / (2.039e12 * 0.6));
+  // The planner prices it the same way and its explanation names MMHA's fraction.
+  EfficiencyProfile prof;
+  prof.name = "test";
+  prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = k;
+  const Roofline rf = roofline_for(load_gpu("a100"), DType::bf16, prof);
+  const OpTime ot = op_time(op, rf);
+  REQUIRE(ot.calibrated);
+  CHECK(ot.memory.value == Approx(c.memory.value));
+  const ExplainStep e = explain_op_time("attention", op, rf, ot);
+  CHECK(e.number() == Approx(ot.time.value));
+  CHECK(e.formula.find("B / (bandwidth · η_m,mmha · w_m)") != std::string::npos);
+}
+
+TEST_CASE("MMHA's own fraction of the bandwidth moves only MMHA's launches, on every bundled GQA/MHA model", "[efficiency][property]") {
+  // Each bundled GQA/MHA model's decode attention at 1 and 64 sequences of 2 to 131,071 keys on an
+  // A100's 108 SMs: an MMHA launch streams at eta_memory_mmha (its memory term scales by η_m / η_m,mmha
+  // exactly), an XQA launch at eta_memory whatever eta_memory_mmha is; a family without it times both alike.
+  KernelEfficiency k;
+  k.eta_compute = 0.14;
+  k.eta_memory = 0.6;
+  KernelEfficiency mm = k;
+  mm.eta_memory_mmha = 0.85;
+  const FlopsPerSecond peak{312e12};
+  const BytesPerSecond bw{2.039e12};
+  int mmha = 0, xqa = 0;
+  for_each_gqa_decode([&](const ModelSpec& m, std::int64_t keys, std::int64_t b, const Workload&, const Op& op) {
+    INFO(m.name << " keys " << keys << " batch " << b);
+    const CalibratedTime plain = calibrated_time(op, k, peak, bw, 108, 1.41e9, false, Bytes{0});
+    const CalibratedTime own = calibrated_time(op, mm, peak, bw, 108, 1.41e9, false, Bytes{0});
+    CHECK(own.mmha == plain.mmha);
+    CHECK(own.compute.value == plain.compute.value);
+    if (plain.mmha) {
+      ++mmha;
+      CHECK(own.memory.value == Approx(plain.memory.value * 0.6 / 0.85));
+      CHECK(own.time().value <= plain.time().value);
+    } else {
+      ++xqa;
+      CHECK(own.memory.value == plain.memory.value);
+      CHECK(own.time().value == plain.time().value);
+    }
+  });
+  CHECK(mmha > 0);
+  CHECK(xqa > 0);
 }
 
 TEST_CASE("A split XQA launch writes its blocks' partial outputs and reads them back", "[efficiency][example]") {
@@ -720,69 +824,57 @@ TEST_CASE("A decode launch of one length shares its FLOPs evenly over its blocks
 }
 
 TEST_CASE("GQA decode's kernel by head group, on every bundled GQA/MHA model", "[efficiency][property]") {
-  for (const ModelSpec& m : test::all_models()) {
-    if (m.is_mla()) continue;
-    for (std::int64_t keys : {2, 512, 8191, 131071})
-      for (std::int64_t b : {1, 64}) {
-        Workload w;
-        w.par.tp = 1;
-        w.groups = {SequenceGroup{b, 1, static_cast<double>(keys - 1)}};
-        const Op att = [&] {
-          for (const Op& op : standard_path(m, w))
-            if (op.id == OpId::attention) return op;
-          return Op{};
-        }();
-        INFO(m.name << " keys " << keys << " batch " << b);
-        const double group = static_cast<double>(m.heads / m.kv_heads);
-        CHECK(att.tiling.decode_kernel);
-        CHECK_FALSE(att.fp8_cache);
-        CHECK(att.tiling.mmha_ctas == static_cast<double>(b * m.heads));
-        CHECK(att.tiling.xqa_group == (group > 1 && group <= 32));
-        // A block holds the head group's query heads, one query token each: its rows.
-        CHECK(att.tiling.decode_block_rows == std::min(group, 128.0));
-        const LaunchShape l = launch_shape(att.tiling, 132);
-        CHECK(l.sequences == (l.mmha ? static_cast<double>(b * m.heads) : static_cast<double>(b * m.kv_heads)));
-        if (group == 1 || group > 32) CHECK(l.mmha);
-        // The dispatch and the grid, derived here from the rules themselves.
-        const double kv = static_cast<double>(b * m.kv_heads);
-        const double per_seq = std::max(1.0, std::floor(static_cast<double>(keys) / 128));
-        const bool xqa = group > 1 && group <= 32 && 4 * kv * per_seq >= 132;
-        CHECK(l.mmha == !xqa);
-        if (xqa) {
-          double blocks = std::max(1.0, std::min(std::floor(static_cast<double>(keys) / 128), std::round(std::sqrt(8 * std::floor(static_cast<double>(keys) / 128)))));
-          if (kv * blocks / 132 > 8) blocks = std::max(1.0, std::floor(blocks / (kv * blocks / 132 / 8)));
-          CHECK(l.ctas == kv * blocks);
-          // Split, every block's partial output and sum and max are written and read back.
-          KernelEfficiency k;
-          k.eta_compute = 1;
-          k.eta_memory = 1;
-          const double partials = blocks > 1 ? kv * blocks * 2 * group * (static_cast<double>(m.head_dim) * 2 + 8) : 0;
-          CHECK(calibrated_time(att, k, FlopsPerSecond{1e15}, BytesPerSecond{3e12}, 132, 1.98e9, false, Bytes{0}).bytes == Approx(att.bytes().value + partials));
-        } else {
-          const double heads = static_cast<double>(b * m.heads);
-          CHECK(l.ctas == heads * std::min(std::max(1.0, std::ceil(static_cast<double>(keys) / 128)), std::max(1.0, std::ceil(132 / heads))));
-        }
-        // An fp8 cache flags the op for its family's fp8-cache kernel costs and runs XQA wherever the
-        // head group has a kernel, however few its blocks (else MMHA as over a bf16 cache); the cache
-        // bytes halve.
-        Workload w8 = w;
-        w8.kv = KvDtype::fp8;
-        for (const Op& op : standard_path(m, w8))
-          if (op.id == OpId::attention) {
-            CHECK(op.fp8_cache);
-            CHECK(op.tiling.ctas == att.tiling.ctas);
-            const LaunchShape l8 = launch_shape(op.tiling, 132);
-            CHECK(l8.mmha == !(group > 1 && group <= 32));
-            if (!l.mmha || l8.mmha) CHECK(l8.ctas == l.ctas);
-            else CHECK(l8.ctas == launched_ctas(op.tiling, 132));
-            CHECK(op.cache_bytes_read.value == Approx(att.cache_bytes_read.value / 2));
-          }
-        // A prompt over an fp8 cache runs the context kernel, whose fp8 form is its fp8 efficiency.
-        w8.context_phase = true;
-        for (const Op& op : standard_path(m, w8))
-          if (op.id == OpId::attention) CHECK_FALSE(op.fp8_cache);
+  for_each_gqa_decode([](const ModelSpec& m, std::int64_t keys, std::int64_t b, const Workload& w, const Op& att) {
+    INFO(m.name << " keys " << keys << " batch " << b);
+    const double group = static_cast<double>(m.heads / m.kv_heads);
+    CHECK(att.tiling.decode_kernel);
+    CHECK_FALSE(att.fp8_cache);
+    CHECK(att.tiling.mmha_ctas == static_cast<double>(b * m.heads));
+    CHECK(att.tiling.xqa_group == (group > 1 && group <= 32));
+    // A block holds the head group's query heads, one query token each: its rows.
+    CHECK(att.tiling.decode_block_rows == std::min(group, 128.0));
+    const LaunchShape l = launch_shape(att.tiling, 132);
+    CHECK(l.sequences == (l.mmha ? static_cast<double>(b * m.heads) : static_cast<double>(b * m.kv_heads)));
+    if (group == 1 || group > 32) CHECK(l.mmha);
+    // The dispatch and the grid, derived here from the rules themselves.
+    const double kv = static_cast<double>(b * m.kv_heads);
+    const double per_seq = std::max(1.0, std::floor(static_cast<double>(keys) / 128));
+    const bool xqa = group > 1 && group <= 32 && 4 * kv * per_seq >= 132;
+    CHECK(l.mmha == !xqa);
+    if (xqa) {
+      double blocks = std::max(1.0, std::min(std::floor(static_cast<double>(keys) / 128), std::round(std::sqrt(8 * std::floor(static_cast<double>(keys) / 128)))));
+      if (kv * blocks / 132 > 8) blocks = std::max(1.0, std::floor(blocks / (kv * blocks / 132 / 8)));
+      CHECK(l.ctas == kv * blocks);
+      // Split, every block's partial output and sum and max are written and read back.
+      KernelEfficiency k;
+      k.eta_compute = 1;
+      k.eta_memory = 1;
+      const double partials = blocks > 1 ? kv * blocks * 2 * group * (static_cast<double>(m.head_dim) * 2 + 8) : 0;
+      CHECK(calibrated_time(att, k, FlopsPerSecond{1e15}, BytesPerSecond{3e12}, 132, 1.98e9, false, Bytes{0}).bytes == Approx(att.bytes().value + partials));
+    } else {
+      const double heads = static_cast<double>(b * m.heads);
+      CHECK(l.ctas == heads * std::min(std::max(1.0, std::ceil(static_cast<double>(keys) / 128)), std::max(1.0, std::ceil(132 / heads))));
+    }
+    // An fp8 cache flags the op for its family's fp8-cache kernel costs and runs XQA wherever the
+    // head group has a kernel, however few its blocks (else MMHA as over a bf16 cache); the cache
+    // bytes halve.
+    Workload w8 = w;
+    w8.kv = KvDtype::fp8;
+    for (const Op& op : standard_path(m, w8))
+      if (op.id == OpId::attention) {
+        CHECK(op.fp8_cache);
+        CHECK(op.tiling.ctas == att.tiling.ctas);
+        const LaunchShape l8 = launch_shape(op.tiling, 132);
+        CHECK(l8.mmha == !(group > 1 && group <= 32));
+        if (!l.mmha || l8.mmha) CHECK(l8.ctas == l.ctas);
+        else CHECK(l8.ctas == launched_ctas(op.tiling, 132));
+        CHECK(op.cache_bytes_read.value == Approx(att.cache_bytes_read.value / 2));
       }
-  }
+    // A prompt over an fp8 cache runs the context kernel, whose fp8 form is its fp8 efficiency.
+    w8.context_phase = true;
+    for (const Op& op : standard_path(m, w8))
+      if (op.id == OpId::attention) CHECK_FALSE(op.fp8_cache);
+  });
 }
 
 TEST_CASE("latent decode without split-KV: fmha_v2's blocks per sequence and head tile walk every key", "[efficiency]") {
@@ -1564,6 +1656,13 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.eta_compute_mmha' = 1.01", 0) == 0);
   j["kernels"]["absorbed_decode"]["eta_compute_mmha"] = "0.1";
   CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.eta_compute_mmha' = \"0.1\"", 0) == 0);
+  j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["eta_memory_mmha"] = 0;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.eta_memory_mmha' = 0: expected a number in (0, 1]");
+  j["kernels"]["absorbed_decode"]["eta_memory_mmha"] = 1.5;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.eta_memory_mmha' = 1.5: expected a number in (0, 1]");
+  j["kernels"]["absorbed_decode"]["eta_memory_mmha"] = "0.85";
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.eta_memory_mmha' = \"0.85\": expected a number in (0, 1]");
   // The two forms of the L2 term, each outside its range (a value below, one above, null).
   for (const auto& [key, low, high, range] : {std::tuple{"l2_bytes_per_sm_cycle", "0.9", "257", "[1, 256]"}, std::tuple{"l2_speedup", "0.9", "17", "[1, 16]"}})
     for (const char* bad : {low, high, "null"}) {
@@ -1629,6 +1728,7 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j["kernels"]["absorbed_decode"]["per_cta_overlapped"] = true;
   j["kernels"]["absorbed_decode"]["per_sequence_mmha_s"] = 1.25e-8;
   j["kernels"]["absorbed_decode"]["eta_compute_mmha"] = 0.075;
+  j["kernels"]["absorbed_decode"]["eta_memory_mmha"] = 0.85;
   j["kernels"]["bmm"] = j["kernels"]["absorbed_decode"];
   j["kernels"]["bmm"].erase("l2_bytes_per_sm_cycle");
   for (const char* key : {"resident_ctas", "solo_share"}) j["kernels"]["bmm"].erase(key);
@@ -1659,6 +1759,7 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   CHECK(q_cta);
   CHECK(qk.per_sequence_mmha.value_or(Seconds{0}).value == 1.25e-8);
   CHECK(qk.eta_compute_mmha.value_or(0) == 0.075);
+  CHECK(qk.eta_memory_mmha.value_or(0) == 0.85);
   const EfficiencyProfile d = parse_efficiency_profile(minimal_profile(), "p.json");
   const KernelEfficiency& dk = *d.kernel(KernelFamily::absorbed_decode);
   const bool d_split = dk.split_kv, d_fp8 = dk.eta_compute_fp8.has_value(), d_tensor = dk.eta_compute_fp8_tensor.has_value();

@@ -1605,9 +1605,13 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: the upper median of the totals within 5.8%, and 85 of the 86 within 20% (README,
+  // The published error: the upper median of the totals within 4.7%, and 85 of the 86 within 20% (README,
   // Validation). Past 20%: TensorRT-LLM v0.5's Llama-2-7B first token at 2,048 tokens (-24.8%, slower
   // than the fp8 GEMMs the H100 profile is fitted on, TensorRT-LLM 1.3's). How the figures moved:
+  //  - MMHA's own fraction of the bandwidth (eta_memory_mmha, fitted on the GQA decode tables where
+  //    rows run both MMHA and XQA: A100 0.99 where XQA's is 0.64) took A100's Llama-2-7B throughput,
+  //    MHA and so MMHA in every decode step, from -7.3%..-19.9% to -4.1%..+9.5% (v0.5 and v0.8), with
+  //    v0.8's A100 launch time refitted (45.25 -> 45.5 us): median 5.5% -> 4.6% (upper 4.58%);
   //  - TensorRT-LLM's TP all-reduce as its own algorithms (tp_allreduce, fitted on H100's NCCL and
   //    TensorRT-LLM tables; 0.8's custom kernels up to their 8 MB workspace, NCCL beyond; 0.5 NCCL
   //    alone) where it was one ring at 80% of NVLink plus 10 us: v0.8's Llama-2-70B at 128/2,048 on 4
@@ -1626,7 +1630,7 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
   //    128/2,048: -26.7% -> -3.2%, with 63 sequences that fit, not 32).
   std::sort(totals.begin(), totals.end());
   CHECK(totals.size() == 86);
-  CHECK(totals[totals.size() / 2] <= 0.058);
+  CHECK(totals[totals.size() / 2] <= 0.047);
   CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 85);
 }
 

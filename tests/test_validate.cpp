@@ -1089,6 +1089,41 @@ TEST_CASE("Against: decode rows bound by XQA's compute give back its fraction of
   CHECK(refit.held_out_median() < 0.02);  // held-out median error of the refit
 }
 
+TEST_CASE("Against: decode rows that run MMHA and XQA give back each kernel's fraction of the bandwidth", "[validate]") {
+  // GQA decode rows on an A100 over a bf16 cache timed by the model itself, MMHA streaming at 0.85 of
+  // the bandwidth and XQA at 0.6 (about what A100's own table gives: 0.85 and 0.55): 8 query heads
+  // over 8 KV heads run MMHA (no XQA kernel for a group of one), 32 over 8 and 16 over 2 XQA. Long
+  // caches bind both by their bytes. Fitted at one fraction, one kernel's rows or the other's miss by
+  // up to 40%.
+  const HardwareSpec a100 = load_gpu("a100-80gb");
+  const FlopsPerSecond fp32 = *a100.peak_flops(DType::fp32);
+  KernelEfficiency given;
+  given.fixed = Seconds{12e-6};
+  given.per_sequence = Seconds{60e-9 * static_cast<double>(a100.sm_count) * a100.sm_clock_hz / 1e9};  // 60 ns a block on its 108 SMs
+  given.eta_compute = 0.14;
+  given.eta_compute_mmha = 0.15;
+  given.eta_memory = 0.6;
+  given.eta_memory_mmha = 0.85;
+  std::string table = "kernel,batch,kv_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us\n";
+  int mmha_bytes = 0, xqa_bytes = 0;
+  for (int b : {1, 4, 16, 64, 256})
+    for (int len : {512, 2048, 8192, 32768})
+      for (auto [heads, kv_heads] : {std::pair{8, 8}, std::pair{32, 8}, std::pair{16, 2}}) {
+        const CalibratedTime t = timed_on(a100, gqa_decode_op(heads, kv_heads, b, len), given, fp32);
+        (t.mmha ? mmha_bytes : xqa_bytes) += t.memory > t.compute && t.memory.value > 2 * given.fixed.value ? 1 : 0;
+        table += gqa_decode_line(b, len, heads, kv_heads, "bf16", t.time());
+      }
+  CHECK(mmha_bytes >= 5);  // rows each kernel's bytes decide
+  CHECK(xqa_bytes >= 5);
+  const GemmRefit refit = refit_of("against-mmha-memory", table, a100, "attention_decode");
+  const nlohmann::json& g = refit.gemm;
+  INFO(g.dump());
+  REQUIRE(g.contains("eta_memory_mmha"));
+  CHECK(g["eta_memory_mmha"].get<double>() == Approx(0.85).epsilon(0.05));
+  CHECK(g["eta_memory"].get<double>() == Approx(0.6).epsilon(0.05));
+  CHECK(refit.held_out_median() < 0.03);
+}
+
 TEST_CASE("Against: decode rows of a large head group give back MMHA's fraction of the FP32 peak", "[validate]") {
   // GQA decode rows on an H100 over a bf16 cache timed by the model itself, MMHA computing at 10% of
   // the 67 TFLOP/s FP32 peak: 64 query heads over one KV head (no XQA kernel) are bound by it at long

@@ -319,6 +319,8 @@ bool fits_l2(const Op& op, const KernelEfficiency& k, Bytes l2, double sms, doub
   return l2_pace(k, 1, sms, sm_clock_hz) && l2.value > 0 && !runs_unsplit(k, op.tiling) && op.bytes().value <= static_cast<double>(l2.value);
 }
 
+double eta_memory_for(const KernelEfficiency& k, bool mmha) { return mmha && k.eta_memory_mmha ? *k.eta_memory_mmha : k.eta_memory; }
+
 bool computes_on_cuda_cores(const KernelEfficiency& k, bool mmha, FlopsPerSecond cuda_core_peak) {
   return mmha && k.eta_compute_mmha && cuda_core_peak.value > 0;
 }
@@ -425,7 +427,7 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
     const double xqa_partials = tl.decode_kernel && !launch.mmha && launch.ctas > tl.ctas ? launch.ctas * tl.xqa_partial_bytes : 0;
     t.bytes = op.bytes().value + partials + xqa_partials;
     t.l2_resident = fits_l2(op, k, l2, sms, sm_clock_hz);
-    const double dram = bandwidth.value * k.eta_memory;
+    const double dram = bandwidth.value * eta_memory_for(k, launch.mmha);
     const double pace = t.l2_resident ? *l2_pace(k, dram, sms, sm_clock_hz) : dram;
     t.memory = Seconds{t.bytes / (pace * t.memory_waves)};
   }

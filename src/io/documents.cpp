@@ -65,7 +65,7 @@ void add_efficiency_table(Document& doc, const Roofline& rf) {
                       {"block_query_rows_fp8_cache", "... fp8 cache or TMA decode", Unit::decimal}, {"eta_compute", "η compute", Unit::fraction},
                       {"eta_compute_fp8", "η compute fp8", Unit::fraction}, {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction},
                       {"eta_compute_deepgemm", "η compute fp8, DeepGEMM", Unit::fraction}, {"eta_compute_mmha", "η compute MMHA (of FP32)", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
-                      {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"per_cta_s", "per CTA the busiest SM runs", Unit::seconds},
+                      {"eta_memory_mmha", "η memory MMHA", Unit::fraction}, {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"per_cta_s", "per CTA the busiest SM runs", Unit::seconds},
                       {"cta_cost", "CTA cost", Unit::text}, {"k_step_s", "per reduction step, block-fp8 GEMM (one SM at 1 GHz)", Unit::seconds}, {"memory_pass", "memory pass", Unit::text}, {"sequence_cost", "block cost", Unit::text},
                       {"split_kv", "split-KV", Unit::text}, {"rows", "rows fitted", Unit::count}},
           .rows = {}};
@@ -82,7 +82,8 @@ void add_efficiency_table(Document& doc, const Roofline& rf) {
                         k->block_query_rows_fp8_cache ? Value{*k->block_query_rows_fp8_cache} : Value{}, k->eta_compute,
                         k->eta_compute_fp8 ? Value{*k->eta_compute_fp8} : Value{}, k->eta_compute_fp8_tensor ? Value{*k->eta_compute_fp8_tensor} : Value{},
                         k->eta_compute_deepgemm ? Value{*k->eta_compute_deepgemm} : Value{},
-                        k->eta_compute_mmha ? Value{*k->eta_compute_mmha} : Value{}, k->eta_memory, k->memory_reach, k->per_cta.value,
+                        k->eta_compute_mmha ? Value{*k->eta_compute_mmha} : Value{}, k->eta_memory,
+                        k->eta_memory_mmha ? Value{*k->eta_memory_mmha} : Value{}, k->memory_reach, k->per_cta.value,
                         std::string(k->per_cta.value > 0 ? (k->cta_overlap ? "with compute" : "added") : "-"),
                         k->k_step.value > 0 ? Value{k->k_step.value} : Value{},
                         std::string(k->serial_memory ? "apart" : "overlapped"),

@@ -163,6 +163,14 @@ struct KernelEfficiency {
   // the rows, for MLA's expanded prefill (GQA prompts fit better with the cost added).
   bool cta_overlap = false;
   double eta_memory = 1;    // of the memory bandwidth, in a full wave
+  // Of the memory bandwidth, the fraction TensorRT-LLM's MMHA decode kernel streams its cache at, where
+  // it was fitted apart from XQA's (eta_memory): MMHA's blocks each read one query head's keys, all of
+  // them, then its values, a long unbroken stream, where XQA's read a tile of keys and its values in
+  // turn and split long sequences over more blocks (multi-block). A100's TP1 rows of 8 query heads
+  // over 8 KV heads (MMHA: no XQA kernel for a group of one) move 64 sequences of 8,192 keys from DRAM
+  // in 1,256 µs, 0.84 of its 2.04 TB/s, where the family's η_m over XQA's rows is 0.61. Absent:
+  // eta_memory.
+  std::optional<double> eta_memory_mmha{};
   // The bandwidth one CTA streams, in multiples of its SM's share (bandwidth/SMs), ≥ 1: how far a
   // launch of fewer CTAs than SMs still reaches the full wave's bandwidth (memory_wave_efficiency).
   // 1: each CTA only its share (the memory term waves like the compute term).
@@ -539,5 +547,8 @@ double fixed_cost_scale(const KernelEfficiency& k, double sm_clock_hz);
 // Whether a launch computes on CUDA cores at the family's eta_compute_mmha (an MMHA launch of a family
 // that has one, on a GPU whose FP32 peak is known).
 bool computes_on_cuda_cores(const KernelEfficiency& k, bool mmha, FlopsPerSecond cuda_core_peak);
+// The fraction of the memory bandwidth a launch streams at: the family's eta_memory_mmha for an MMHA
+// launch (`mmha`) of a family that has one, else its eta_memory.
+double eta_memory_for(const KernelEfficiency& k, bool mmha);
 
 }  // namespace mlaplan
