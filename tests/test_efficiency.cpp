@@ -631,6 +631,7 @@ TEST_CASE("MMHA streams its cache at its own fraction of the bandwidth", "[effic
   const ExplainStep e = explain_op_time("attention", op, rf, ot);
   CHECK(e.number() == Approx(ot.time.value));
   CHECK(e.formula.find("B / (bandwidth · η_m,mmha · w_m)") != std::string::npos);
+  CHECK(e.substituted.find(" · 0.85 · ") != std::string::npos);
 }
 
 TEST_CASE("MMHA's own fraction of the bandwidth moves only MMHA's launches, on every bundled GQA/MHA model", "[efficiency][property]") {

@@ -527,8 +527,8 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
         // 10% on its 64-heads-per-KV-head rows alone).
         if (mmha_compute) eta_mmha = fit_alone(&KernelEfficiency::eta_compute_mmha, 0.005);
         // MMHA streams its cache apart from XQA's tiles: where rows run both, its fraction of the
-        // bandwidth alone (A100's MMHA rows of one query head per KV head stream at 0.84 where XQA's
-        // fit 0.61).
+        // bandwidth alone (A100's MMHA rows of one query head per KV head move 64 sequences of 8,192
+        // keys at 0.84 of its bandwidth, where one fraction over both kernels fitted 0.61).
         if (own_mmha) eta_mem_mmha = fit_alone(&KernelEfficiency::eta_memory_mmha);
         // 0, then 10 ns .. 10 µs a step (10 to 10,000 cycles of one SM).
         if (scaled_steps) {

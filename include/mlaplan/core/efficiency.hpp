@@ -168,8 +168,9 @@ struct KernelEfficiency {
   // them, then its values, a long unbroken stream, where XQA's read a tile of keys and its values in
   // turn and split long sequences over more blocks (multi-block). A100's TP1 rows of 8 query heads
   // over 8 KV heads (MMHA: no XQA kernel for a group of one) move 64 sequences of 8,192 keys from DRAM
-  // in 1,256 µs, 0.84 of its 2.04 TB/s, where the family's η_m over XQA's rows is 0.61. Absent:
-  // eta_memory.
+  // in 1,256 µs, 0.84 of its 2.04 TB/s, where one η_m over both kernels' rows fitted 0.61 (now fitted
+  // apart: 0.99, XQA's 0.64). On Blackwell, where TRTLLM-GEN runs every launch, the fits time the
+  // launches MMHA's grid would take with it, as with eta_compute_mmha. Absent: eta_memory.
   std::optional<double> eta_memory_mmha{};
   // The bandwidth one CTA streams, in multiples of its SM's share (bandwidth/SMs), ≥ 1: how far a
   // launch of fewer CTAs than SMs still reaches the full wave's bandwidth (memory_wave_efficiency).
