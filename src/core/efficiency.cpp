@@ -319,7 +319,9 @@ bool fits_l2(const Op& op, const KernelEfficiency& k, Bytes l2, double sms, doub
   return l2_pace(k, 1, sms, sm_clock_hz) && l2.value > 0 && !runs_unsplit(k, op.tiling) && op.bytes().value <= static_cast<double>(l2.value);
 }
 
-double eta_memory_for(const KernelEfficiency& k, bool mmha) { return mmha && k.eta_memory_mmha ? *k.eta_memory_mmha : k.eta_memory; }
+bool streams_at_mmha_fraction(const KernelEfficiency& k, bool mmha) { return mmha && k.eta_memory_mmha.has_value(); }
+
+double eta_memory_for(const KernelEfficiency& k, bool mmha) { return streams_at_mmha_fraction(k, mmha) ? *k.eta_memory_mmha : k.eta_memory; }
 
 bool computes_on_cuda_cores(const KernelEfficiency& k, bool mmha, FlopsPerSecond cuda_core_peak) {
   return mmha && k.eta_compute_mmha && cuda_core_peak.value > 0;

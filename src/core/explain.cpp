@@ -463,7 +463,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     std::vector<std::string> cv{cat(num(flops), " / (", si(peak.value, "FLOP/s"), " · ", plain(eta_c), " · ", plain(w), ")")};
     const bool partials = !unsplit && bytes > op.bytes().value;
     std::vector<std::string> mf{cat("B", unsplit ? " (every head tile's cache read, no split-KV)" : partials ? " (with the splits' partial outputs, written and read back)" : "",
-                                    " / (bandwidth · ", launch.mmha && k.eta_memory_mmha ? "η_m,mmha" : "η_m", " · w_m)")};
+                                    " / (bandwidth · ", streams_at_mmha_fraction(k, launch.mmha) ? "η_m,mmha" : "η_m", " · w_m)")};
     std::vector<std::string> mv{cat(num(bytes), " / (", si(rf.bandwidth.value, "B/s"), " · ", plain(eta_memory_for(k, launch.mmha)), " · ", plain(wm), ")")};
     if (cuda_cores) {
       // MMHA on CUDA cores: the FLOPs at the FP32 peak, unpadded, no longest-CTA bound.

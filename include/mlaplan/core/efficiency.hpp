@@ -548,8 +548,11 @@ double fixed_cost_scale(const KernelEfficiency& k, double sm_clock_hz);
 // Whether a launch computes on CUDA cores at the family's eta_compute_mmha (an MMHA launch of a family
 // that has one, on a GPU whose FP32 peak is known).
 bool computes_on_cuda_cores(const KernelEfficiency& k, bool mmha, FlopsPerSecond cuda_core_peak);
-// The fraction of the memory bandwidth a launch streams at: the family's eta_memory_mmha for an MMHA
-// launch (`mmha`) of a family that has one, else its eta_memory.
+// Whether a launch streams at the family's own MMHA fraction (an MMHA launch, `mmha`, of a family that
+// has eta_memory_mmha).
+bool streams_at_mmha_fraction(const KernelEfficiency& k, bool mmha);
+// The fraction of the memory bandwidth a launch streams at: eta_memory_mmha where
+// streams_at_mmha_fraction, else the family's eta_memory.
 double eta_memory_for(const KernelEfficiency& k, bool mmha);
 
 }  // namespace mlaplan
