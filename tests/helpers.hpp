@@ -31,6 +31,20 @@ inline const std::vector<ModelSpec>& all_models() {
 
 inline ModelSpec model(const std::string& name, const std::vector<std::string>& sets = {}) { return load_model(name, sets); }
 
+// A one-layer model of `heads` query heads over `kv_heads` KV heads of size 128 (MHA where they are
+// equal, MQA over one), the shapes of a kernel table's attention rows.
+inline ModelSpec attention_layer(std::int64_t heads, std::int64_t kv_heads) {
+  ModelSpec m;
+  m.name = "rows";
+  m.attention = kv_heads == heads ? AttentionKind::mha : kv_heads == 1 ? AttentionKind::mqa : AttentionKind::gqa;
+  m.heads = heads;
+  m.kv_heads = kv_heads;
+  m.head_dim = 128;
+  m.hidden = heads * 128;
+  m.layers.resize(1);
+  return m;
+}
+
 // The bundled dispatch rules judged by default, and one of them by key ("sglang", "vllm_flashmla").
 inline const std::vector<EnginePolicy>& policies() {
   static const std::vector<EnginePolicy> p = default_policies();

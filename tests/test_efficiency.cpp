@@ -238,8 +238,8 @@ TEST_CASE("GQA decode runs TensorRT-LLM's dispatch: XQA's multi-block count, els
   CHECK(launch_costs(k, true).fixed.value == 2e-6);
   CHECK(launch_costs(k, false).per_sequence.value == 10e-9 * sm_ghz);
   // Hopper runs another kernel over an fp8 cache (QGMMA), Blackwell its TRTLLM-GEN kernel over any
-  // cache, with the blocks' costs of the second pair; an Ampere GPU the first kernel everywhere: its
-  // roofline drops the pair, and a Blackwell GPU's takes it as the family's own costs.
+  // cache but MMHA's head groups, with the blocks' costs of the second pair; an Ampere GPU the first
+  // kernel everywhere: its roofline drops the pair, and a Blackwell GPU's keeps both.
   EfficiencyProfile prof;
   prof.name = "test";
   prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = k;
@@ -249,18 +249,20 @@ TEST_CASE("GQA decode runs TensorRT-LLM's dispatch: XQA's multi-block count, els
   CHECK(gqa_decode_cost_pair(h20) == DecodeCostPair::fp8_cache);
   CHECK(gqa_decode_cost_pair(b200) == DecodeCostPair::every_launch);
   CHECK(gqa_decode_cost_pair(a100) == DecodeCostPair::none);
-  CHECK(pays_second_decode_pair(h20, true));
-  CHECK_FALSE(pays_second_decode_pair(h20, false));
-  CHECK(pays_second_decode_pair(b200, false));
-  CHECK_FALSE(pays_second_decode_pair(a100, true));
+  CHECK(pays_second_decode_pair(gqa_decode_cost_pair(h20), true, false));
+  CHECK_FALSE(pays_second_decode_pair(gqa_decode_cost_pair(h20), false, false));
+  CHECK(pays_second_decode_pair(gqa_decode_cost_pair(b200), false, false));
+  CHECK(pays_second_decode_pair(gqa_decode_cost_pair(b200), true, false));
+  CHECK_FALSE(pays_second_decode_pair(gqa_decode_cost_pair(b200), true, true));  // MMHA: the family's own
+  CHECK_FALSE(pays_second_decode_pair(gqa_decode_cost_pair(a100), true, false));
   const auto& on_hopper = *hopper.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)];
   const auto& on_blackwell = *blackwell.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)];
   const auto& on_ampere = *ampere.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)];
   CHECK(on_hopper.fixed_fp8_cache.has_value());
   CHECK(on_hopper.fixed.value == 5e-6);
-  CHECK_FALSE(on_blackwell.fixed_fp8_cache.has_value());
-  CHECK(on_blackwell.fixed.value == 2e-6);
-  CHECK(on_blackwell.per_sequence.value == 4e-9 * sm_ghz);
+  CHECK(on_blackwell.fixed_fp8_cache.has_value());
+  CHECK(on_blackwell.fixed.value == 5e-6);
+  CHECK(on_blackwell.per_sequence.value == 10e-9 * sm_ghz);
   CHECK_FALSE(on_ampere.fixed_fp8_cache.has_value());
   CHECK(on_ampere.fixed.value == 5e-6);
   CHECK(on_ampere.per_sequence.value == 10e-9 * sm_ghz);
@@ -379,15 +381,16 @@ TEST_CASE("A GQA decode block of more query rows than its cost covers costs more
   CHECK(launch_costs(k, true).block_rows == 16);
   CHECK(launch_costs(k, false).block_rows == 8);
   CHECK(at(fp8).fixed.value == Approx(2e-6 + 8 * 2 * 4e-9));
-  // The planner's rooflines: Hopper keeps both (QGMMA over an fp8 cache), Blackwell times every launch
-  // with the pair's (TRTLLM-GEN), its rows too, and Ampere has no pair.
+  // The planner's rooflines: Hopper and Blackwell keep both (QGMMA over an fp8 cache; TRTLLM-GEN over
+  // any), and Ampere has no pair.
   EfficiencyProfile prof;
   prof.name = "test";
   prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = k;
   const auto decode_of = [&](const char* gpu) { return *roofline_for(load_gpu(gpu), DType::bf16, prof).kernels[static_cast<std::size_t>(KernelFamily::attention_decode)]; };
   CHECK(decode_of("h100").block_query_rows == 8);
   CHECK(decode_of("h100").block_query_rows_fp8_cache == 16);
-  CHECK(decode_of("b200").block_query_rows == 16);
+  CHECK(decode_of("b200").block_query_rows == 8);
+  CHECK(decode_of("b200").block_query_rows_fp8_cache == 16);
   CHECK(decode_of("a100").block_query_rows == 8);
   CHECK_FALSE(decode_of("a100").block_query_rows_fp8_cache.has_value());
   // The planner's op time pays it too.
@@ -664,6 +667,127 @@ TEST_CASE("MMHA's own fraction of the bandwidth moves only MMHA's launches, on e
   });
   CHECK(mmha > 0);
   CHECK(xqa > 0);
+}
+
+TEST_CASE("Blackwell's dispatch runs TRTLLM-GEN for head groups up to 32 whatever the grid and MMHA above", "[efficiency][example]") {
+  // XQA's rule sends 8 blocks of a group of 8 over a bf16 cache to MMHA (8 x 4 < 148 SMs); sm100's
+  // dispatcher gives them TRTLLM-GEN, on XQA's grid: the 8 blocks split 16 ways, 128 CTAs.
+  Tiling t = xqa_tiling(1);
+  t.head_group = 8;
+  t.xqa_gain_blocks = 8;
+  REQUIRE(launch_shape(t, 148).mmha);
+  Tiling hopper = t;
+  CHECK_FALSE(take_decode_dispatch(DecodeCostPair::fp8_cache, hopper));
+  CHECK_FALSE(take_decode_dispatch(DecodeCostPair::none, hopper));
+  CHECK_FALSE(hopper.tllm_gen);
+  CHECK(take_decode_dispatch(DecodeCostPair::every_launch, t));
+  CHECK_FALSE(take_decode_dispatch(DecodeCostPair::every_launch, t));  // already
+  LaunchShape l = launch_shape(t, 148);
+  CHECK_FALSE(l.mmha);
+  CHECK(l.ctas == 128);
+  CHECK(l.sequences == 8);
+  // A group of one (no XQA kernel) and of 32 take it too; above 32, MMHA: 64 blocks, one per query
+  // head and sequence.
+  t.xqa_group = false;
+  t.head_group = 1;
+  CHECK_FALSE(launch_shape(t, 148).mmha);
+  t.head_group = 32;
+  CHECK_FALSE(launch_shape(t, 148).mmha);
+  t.head_group = 33;
+  CHECK(launch_shape(t, 148).mmha);
+  CHECK(launch_shape(t, 148).ctas == 64);
+  // A speculative step keeps XQA's speculative kernels.
+  Tiling spec = xqa_tiling(1);
+  spec.head_group = 8;
+  spec.multi_query = true;
+  CHECK_FALSE(take_decode_dispatch(DecodeCostPair::every_launch, spec));
+  // The planner on B200 (148 SMs at 1,965 MHz): a family whose blocks cost, per block there, 40 ns
+  // (the own kernel), 10 ns (MMHA) and 4 ns (the TMA-fed pair, 2 µs fixed against 5 µs).
+  constexpr double b200_sm_ghz = 148 * 1.965;
+  KernelEfficiency k;
+  k.fixed = Seconds{5e-6};
+  k.per_sequence = Seconds{40e-9 * b200_sm_ghz};
+  k.per_sequence_mmha = Seconds{10e-9 * b200_sm_ghz};
+  k.fixed_fp8_cache = Seconds{2e-6};
+  k.per_sequence_fp8_cache = Seconds{4e-9 * b200_sm_ghz};
+  k.eta_memory = 1;
+  k.memory_reach = 2;
+  EfficiencyProfile prof;
+  prof.name = "test";
+  prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = k;
+  const Roofline b200 = roofline_for(load_gpu("b200"), DType::bf16, prof), h100 = roofline_for(load_gpu("h100"), DType::bf16, prof);
+  REQUIRE(b200.decode_pair == DecodeCostPair::every_launch);
+  // 4 sequences of 2 keys, one decode token each, of a layer of `heads` query heads over `kv_heads`.
+  const auto decode_op = [](std::int64_t heads, std::int64_t kv_heads, KvDtype kv) {
+    Workload w;
+    w.kv = kv;
+    w.groups = {SequenceGroup{4, 1, 1}};
+    const PathPlan plan = standard_path(test::attention_layer(heads, kv_heads), w);
+    const Op* op = plan.find(OpId::attention);
+    REQUIRE(op);
+    return *op;
+  };
+  // MHA, 32 heads: XQA's grid of 4 x 32 = 128 blocks (one key each: no split), on TRTLLM-GEN with the
+  // pair over a bf16 cache too: 2 µs + 128 x 4 ns. H100 runs it on MMHA.
+  for (const KvDtype kv : {KvDtype::bf16, KvDtype::fp8}) {
+    const Op mha = decode_op(32, 32, kv);
+    const std::optional<Op> launched = as_launched(mha, b200);
+    REQUIRE(launched);
+    CHECK(launched->tiling.tllm_gen);
+    CHECK(launched->fp8_cache);
+    CHECK(op_time(mha, b200).fixed.value == Approx(2e-6 + 128 * 4e-9));
+    CHECK(explain_op_time("attention", mha, b200, op_time(mha, b200)).formula.find(", TRTLLM-GEN (sm100's dispatch, any head group up to 32, on XQA's grid)") != std::string::npos);
+    CHECK(launch_shape(mha.tiling, 132).mmha);
+    const std::optional<Op> on_h100 = as_launched(mha, h100);
+    CHECK_FALSE((on_h100 && on_h100->tiling.tllm_gen));
+  }
+  // 64 query heads over one KV head: MMHA, 4 x 64 = 256 blocks at the family's own costs over either
+  // cache: 5 µs + 256 x 10 ns.
+  for (const KvDtype kv : {KvDtype::bf16, KvDtype::fp8}) {
+    const Op mqa = decode_op(64, 1, kv);
+    const std::optional<Op> launched = as_launched(mqa, b200);
+    REQUIRE(launched);
+    CHECK(launched->tiling.tllm_gen);
+    CHECK_FALSE(launched->fp8_cache);
+    CHECK(launch_shape(launched->tiling, 148).mmha);
+    CHECK(op_time(mqa, b200).fixed.value == Approx(5e-6 + 256 * 10e-9));
+    CHECK(explain_op_time("attention", mqa, b200, op_time(mqa, b200)).formula.find("MMHA (a head group above 32, past what sm100's dispatcher gives TRTLLM-GEN)") != std::string::npos);
+  }
+  // An engine without XQA keeps MMHA on Blackwell too.
+  Roofline no_xqa = b200;
+  no_xqa.decode.xqa = false;
+  const Op mha = decode_op(32, 32, KvDtype::bf16);
+  CHECK(op_time(mha, no_xqa).fixed.value == Approx(5e-6 + 128 * 10e-9));
+}
+
+TEST_CASE("Every bundled GQA and MHA model's decode on B200 runs TRTLLM-GEN on XQA's grid, paying the pair", "[efficiency][property]") {
+  EfficiencyProfile prof;
+  prof.name = "test";
+  KernelEfficiency k = xqa_mmha_family();
+  k.fixed_fp8_cache = Seconds{2e-6};
+  k.per_sequence_fp8_cache = Seconds{4e-9};
+  prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = k;
+  const Roofline b200 = roofline_for(load_gpu("b200"), DType::bf16, prof), h100 = roofline_for(load_gpu("h100"), DType::bf16, prof);
+  int ops = 0;
+  for_each_gqa_decode([&](const ModelSpec& m, std::int64_t keys, std::int64_t b, const Workload&, const Op& op) {
+    INFO(m.name << " keys " << keys << " batch " << b);
+    const double group = static_cast<double>(m.heads / m.kv_heads);
+    const std::optional<Op> launched = as_launched(op, b200);
+    REQUIRE(launched);
+    CHECK(launched->tiling.tllm_gen);
+    const LaunchShape l = launch_shape(launched->tiling, 148);
+    CHECK(l.mmha == (group > kTllmGenMaxGroup));
+    CHECK(launched->fp8_cache == !l.mmha);
+    if (!l.mmha) {
+      CHECK(l.ctas == launched_ctas(op.tiling, 148));
+      CHECK(l.sequences == static_cast<double>(b * m.kv_heads));
+    }
+    // Hopper keeps XQA's rule.
+    const std::optional<Op> on_h100 = as_launched(op, h100);
+    CHECK_FALSE((on_h100 && on_h100->tiling.tllm_gen));
+    ++ops;
+  });
+  CHECK(ops > 0);
 }
 
 TEST_CASE("A split XQA launch writes its blocks' partial outputs and reads them back", "[efficiency][example]") {
@@ -1427,12 +1551,12 @@ TEST_CASE("fp8 generation MLA: latent attention over an fp8 cache at the fp8 pea
   const Roofline sol = speed_of_light(h100);
   CHECK(op_time(fp8, sol).compute.value == Approx(fp8.flops.value / 1978.9e12));
   CHECK(op_time(bf16, sol).compute.value == Approx(bf16.flops.value / 989.4e12));
-  // B200 runs it (TRTLLM-GEN): the latent family keeps its fp8-cache costs; GQA's XQA runs its
-  // fp8-cache kernel only on Hopper, so that family's are dropped.
+  // B200 runs it (TRTLLM-GEN): the latent family keeps its fp8-cache costs, and so does GQA's, for
+  // its TRTLLM-GEN launches over any cache.
   const Roofline b200 = roofline_for(load_gpu("b200"), DType::bf16, prof);
   CHECK(runs_at_fp8_peak(fp8, b200));
   CHECK(b200.kernels[static_cast<std::size_t>(KernelFamily::absorbed_decode)]->fixed_fp8_cache.has_value());
-  CHECK_FALSE(b200.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)]->fixed_fp8_cache.has_value());
+  CHECK(b200.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)]->fixed_fp8_cache.has_value());
   // A100 does not (sm80): the bf16 kernel's peak, efficiency and costs for both.
   const Roofline a100 = roofline_for(load_gpu("a100"), DType::bf16, prof);
   CHECK_FALSE(a100.latent_fp8);

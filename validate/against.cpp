@@ -789,14 +789,18 @@ void read_gqa_attention(const Table2& t, const std::vector<std::string>& row, st
   const Op* op = plan.find(OpId::attention);
   if (!op) throw std::logic_error("--against: the standard path lacks its attention op");
   r.op = *op;
-  // A decode row on TMA-fed kernels (a Hopper GPU's over an fp8 cache: XQA's QGMMA; every one of a
-  // Blackwell GPU's: TRTLLM-GEN) pays the family's second pair of launch costs (gqa_decode_cost_pair);
-  // the others the Ampere-style kernel's.
-  r.op.fp8_cache = pays_second_decode_pair(*r.gpu, r.op.fp8_cache);
+  // The GPU's decode dispatch (take_decode_dispatch: on Blackwell TRTLLM-GEN's, which runs a group of
+  // one, MHA, on its tensor-core kernel, and MMHA only above kTllmGenMaxGroup). A decode row on
+  // TMA-fed kernels (a Hopper GPU's over an fp8 cache: XQA's QGMMA; a Blackwell GPU's but MMHA's:
+  // TRTLLM-GEN) pays the family's second pair of launch costs (gqa_decode_cost_pair); the others the
+  // Ampere-style kernel's or MMHA's.
+  const DecodeCostPair pair = gqa_decode_cost_pair(*r.gpu);
+  take_decode_dispatch(pair, r.op.tiling);
+  r.op.fp8_cache = pays_second_decode_pair(pair, r.op.fp8_cache, decode && launch_shape(r.op.tiling, sms_of(r)).mmha);
   set_peak(r, fp8_kernel);
   // preprocess `trtllm`: the row times TensorRT-LLM's attention op, its RoPE + KV-append kernel
   // included where it runs apart (add_trtllm_preprocessing).
-  if (times_trtllm_preprocessing(t, row, i, file)) add_trtllm_preprocessing(r, op->tiling, head_dim, w.kv, decode);
+  if (times_trtllm_preprocessing(t, row, i, file)) add_trtllm_preprocessing(r, r.op.tiling, head_dim, w.kv, decode);
   // A prompt row on the fp8 context kernel starts at costs of its own: fitted apart where the rows
   // time both kernels.
   if (!decode) r.op.fp8_cache = r.fp8;

@@ -168,9 +168,14 @@ DecodeCostPair gqa_decode_cost_pair(const HardwareSpec& hw) {
   return DecodeCostPair::none;
 }
 
-bool pays_second_decode_pair(const HardwareSpec& hw, bool fp8_cache) {
-  const DecodeCostPair p = gqa_decode_cost_pair(hw);
-  return p == DecodeCostPair::every_launch || (p == DecodeCostPair::fp8_cache && fp8_cache);
+bool take_decode_dispatch(DecodeCostPair pair, Tiling& t) {
+  if (pair != DecodeCostPair::every_launch || !t.decode_kernel || t.multi_query || !(t.head_group > 0) || t.tllm_gen) return false;
+  t.tllm_gen = true;
+  return true;
+}
+
+bool pays_second_decode_pair(DecodeCostPair pair, bool fp8_cache, bool mmha) {
+  return (pair == DecodeCostPair::every_launch && !mmha) || (pair == DecodeCostPair::fp8_cache && fp8_cache);
 }
 
 LaunchCosts launch_costs(const KernelEfficiency& k, bool fp8_cache, bool mmha) {
@@ -222,7 +227,7 @@ double launched_ctas(const Tiling& t, double sms) {
 LaunchShape launch_shape(const Tiling& t, double sms) {
   LaunchShape l{launched_ctas(t, sms), t.sequences, false};
   if (!t.decode_kernel || !(t.mmha_ctas > 0) || !(sms > 0)) return l;
-  if (t.xqa_group && (t.xqa_fp8_cache || kXqaMinBlockFactor * t.xqa_gain_blocks >= sms)) return l;
+  if (t.tllm_gen ? t.head_group <= kTllmGenMaxGroup : t.xqa_group && (t.xqa_fp8_cache || kXqaMinBlockFactor * t.xqa_gain_blocks >= sms)) return l;
   l.mmha = true;
   l.sequences = t.mmha_ctas;
   l.ctas = t.mmha_ctas * std::min(t.mmha_key_tiles, std::max(1.0, std::ceil(sms / t.mmha_ctas)));

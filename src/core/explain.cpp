@@ -533,11 +533,15 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                          : eta_kind == ComputeEta::deepgemm   ? ", DeepGEMM's fp8 η_c"
                          : eta_kind == ComputeEta::fp8        ? ", fp8 η_c"
                                                               : "", costs.fp8_cache ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
-                         launch.mmha         ? cat(", MMHA (", rf.decode.xqa ? "no XQA kernel for this head group, or too few blocks" : "the engine has no XQA", "): t_seq", costs.mmha ? " (MMHA's own)" : "",
+                         launch.mmha         ? cat(", MMHA (", tl.tllm_gen  ? cat("a head group above ", num(kTllmGenMaxGroup), ", past what sm100's dispatcher gives TRTLLM-GEN")
+                                                           : rf.decode.xqa ? "no XQA kernel for this head group, or too few blocks"
+                                                                           : "the engine has no XQA",
+                                                   "): t_seq", costs.mmha ? " (MMHA's own)" : "",
                                                    " per block, one per query head and sequence", overlap ? " and each split of its keys, beyond the first wave, in whole waves" : "",
                                                    cuda_cores ? ", its FLOPs on CUDA cores at the FP32 peak" : "")
-                         : tl.decode_kernel ? (overlap ? ", XQA: t_seq per block of its launch (one per KV head and sequence and each split of its keys) beyond its first wave, in whole waves: (⌈CTAs / SMs⌉ − 1) · SMs"
-                                                       : ", XQA: t_seq per block, one per KV head and sequence")
+                         : tl.decode_kernel ? cat(tl.tllm_gen ? ", TRTLLM-GEN (sm100's dispatch, any head group up to " + num(kTllmGenMaxGroup) + ", on XQA's grid)" : ", XQA",
+                                                  overlap ? ": t_seq per block of its launch (one per KV head and sequence and each split of its keys) beyond its first wave, in whole waves: (⌈CTAs / SMs⌉ − 1) · SMs"
+                                                          : ": t_seq per block, one per KV head and sequence")
                                             : partition,
                          block_scale, fixed_scale),
                      cat(num(counted.launches), " · (", secs(t_fixed), overlap ? std::string() : cat(" + ", num(sequences), " · ", secs(t_seq)),

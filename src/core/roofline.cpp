@@ -18,6 +18,7 @@ Roofline roofline_for(const HardwareSpec& hw, DType compute, const Efficiency& e
   rf.fp8_compute = compute == DType::fp8 && rf.peak_fp8.value > 0;
   rf.latent_fp8 = latent_decode_reads_fp8_cache(hw).value_or(false);
   rf.peak_cuda_core = hw.peak_flops(DType::fp32).value_or(FlopsPerSecond{0});
+  rf.decode_pair = gqa_decode_cost_pair(hw);
   return rf;
 }
 
@@ -26,20 +27,16 @@ Roofline roofline_for(const HardwareSpec& hw, DType compute, const EfficiencyPro
   rf.kernels = profile.kernels;
   // The second pair of launch costs where the GPU runs the kernel they were fitted on: the latent
   // family's where fp8 generation MLA runs; GQA decode's (gqa_decode_cost_pair) on Hopper for its
-  // fp8-cache launches (XQA's QGMMA), on Blackwell for every launch (TRTLLM-GEN), so there they are
-  // the family's own costs, MMHA's launches' too (the fits time a Blackwell GPU's rows all alike).
-  const DecodeCostPair gqa = gqa_decode_cost_pair(hw);
+  // fp8-cache launches (XQA's QGMMA), on Blackwell for every launch but MMHA's (TRTLLM-GEN): as_launched
+  // says which launches pay it (Op::fp8_cache).
+  const DecodeCostPair gqa = rf.decode_pair;
   for (std::size_t f = 0; f < rf.kernels.size(); ++f) {
     auto& k = rf.kernels[f];
     if (!k) continue;
-    const bool paired = k->fixed_fp8_cache && k->per_sequence_fp8_cache;
-    if (static_cast<KernelFamily>(f) == KernelFamily::attention_decode && gqa == DecodeCostPair::every_launch && paired) {
-      k->fixed = *k->fixed_fp8_cache;
-      k->per_sequence = *k->per_sequence_fp8_cache;
-      if (k->block_query_rows_fp8_cache) k->block_query_rows = *k->block_query_rows_fp8_cache;
-      k->per_sequence_mmha.reset();
-    }
-    const bool runs = static_cast<KernelFamily>(f) == KernelFamily::absorbed_decode ? rf.latent_fp8 : gqa == DecodeCostPair::fp8_cache;
+    const auto fam = static_cast<KernelFamily>(f);
+    const bool runs = fam == KernelFamily::absorbed_decode   ? rf.latent_fp8
+                      : fam == KernelFamily::attention_decode ? gqa != DecodeCostPair::none
+                                                              : gqa == DecodeCostPair::fp8_cache;
     if (!runs) k->fixed_fp8_cache.reset(), k->per_sequence_fp8_cache.reset(), k->block_query_rows_fp8_cache.reset();
   }
   rf.sms = static_cast<double>(hw.sm_count);
@@ -132,8 +129,12 @@ std::optional<Op> as_launched(const Op& op, const Roofline& rf) {
   }
   // An XQA launch over an fp8 cache without the Hopper kernel: the Ampere-style kernel's costs.
   if (decode && !rf.decode.xqa_hopper_kernel && o.fp8_cache && t.xqa_group && !launch_shape(t, rf.sms).mmha) o.fp8_cache = false;
+  // On Blackwell an engine with XQA's dispatch for this head group runs TRTLLM-GEN's rule
+  // (take_decode_dispatch), and every launch but MMHA's pays the pair, over any cache.
+  if (decode && !mmha && rf.decode.xqa && xqa_takes_group(rf, t)) take_decode_dispatch(rf.decode_pair, t);
+  if (decode && rf.decode_pair == DecodeCostPair::every_launch) o.fp8_cache = pays_second_decode_pair(rf.decode_pair, o.fp8_cache, launch_shape(t, rf.sms).mmha);
   const bool same = !deepgemm && !mmha && o.fp8_cache == op.fp8_cache && t.xqa_fp8_cache == op.tiling.xqa_fp8_cache && t.split_k == op.tiling.split_k &&
-                    t.mmha_key_tiles == op.tiling.mmha_key_tiles && t.xqa_gain_blocks == op.tiling.xqa_gain_blocks;
+                    t.mmha_key_tiles == op.tiling.mmha_key_tiles && t.xqa_gain_blocks == op.tiling.xqa_gain_blocks && t.tllm_gen == op.tiling.tllm_gen;
   if (same) return std::nullopt;
   return o;
 }

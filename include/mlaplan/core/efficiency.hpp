@@ -91,7 +91,8 @@ struct KernelEfficiency {
   // prefill ops never do, so a step's prefill takes the bf16 kernel's costs): on Hopper TensorRT-LLM's XQA reads fp8 keys with
   // its QGMMA kernels, whose blocks start and walk their keys at another cost than the bf16 kernel's,
   // and MMHA with its fp8-cache instantiation where the head group has no XQA kernel
-  // (gqa_decode_cost_pair, which also gives Blackwell's TRTLLM-GEN launches this pair, over any cache;
+  // (gqa_decode_cost_pair, which also gives Blackwell's TRTLLM-GEN launches this pair, over any cache,
+  // and its MMHA launches the family's own costs;
   // when MMHA also took small fp8 batches, keeping it on the bf16
   // kernel's costs fit H100's decode rows worse in-table, 16.6% against 15.4%). Both or neither;
   // absent: fixed and per_sequence.
@@ -169,8 +170,8 @@ struct KernelEfficiency {
   // turn and split long sequences over more blocks (multi-block). A100's TP1 rows of 8 query heads
   // over 8 KV heads (MMHA: no XQA kernel for a group of one) move 64 sequences of 8,192 keys from DRAM
   // in 1,256 µs, 0.84 of its 2.04 TB/s, where one η_m over both kernels' rows fitted 0.61 (now fitted
-  // apart: 0.99, XQA's 0.64). On Blackwell, where TRTLLM-GEN runs every launch, the fits time the
-  // launches MMHA's grid would take with it, as with eta_compute_mmha. Absent: eta_memory.
+  // apart: 0.99, XQA's 0.64). On Blackwell MMHA runs the head groups above kTllmGenMaxGroup
+  // (take_decode_dispatch). Absent: eta_memory.
   std::optional<double> eta_memory_mmha{};
   // The bandwidth one CTA streams, in multiples of its SM's share (bandwidth/SMs), ≥ 1: how far a
   // launch of fewer CTAs than SMs still reaches the full wave's bandwidth (memory_wave_efficiency).
@@ -333,15 +334,21 @@ ComputeEta compute_eta_kind(const KernelEfficiency& k, bool fp8, bool per_tensor
 //    kernelUtils.cpp@602593ac:90-98), so the pair times the fp8-cache launches;
 //  - every_launch (Blackwell): on sm100 TensorRT-LLM's XQA dispatcher runs TRTLLM-GEN's generation
 //    kernels instead of XQA's (cpp/tensorrt_llm/kernels/xqaDispatcher.cpp@c8b9bfc7:129-144,
-//    mUseTllmGen = isSM100Family()), with no perf-gain test and for any head group up to 16
-//    (:240-242), so the pair times every decode launch (roofline_for makes it the family's own costs
-//    there). Its larger groups fall back to MMHA, and the launch shape here stays XQA's rule (not
-//    modelled: the fits time a Blackwell GPU's MMHA launches with the pair too);
+//    mUseTllmGen = isSM100Family()), with no perf-gain test, for a group of one too, and MMHA above
+//    kTllmGenMaxGroup (take_decode_dispatch, Tiling::tllm_gen), so the pair times every decode launch
+//    but MMHA's, whose blocks pay the family's own costs (pays_second_decode_pair);
 //  - none (the rest): every launch runs the Ampere-style kernel, and roofline_for drops the pair.
 enum class DecodeCostPair { none, fp8_cache, every_launch };
 DecodeCostPair gqa_decode_cost_pair(const HardwareSpec& hw);
-// Whether a GQA decode launch over an `fp8_cache` on `hw` pays the family's second pair (above).
-bool pays_second_decode_pair(const HardwareSpec& hw, bool fp8_cache);
+// TensorRT-LLM's GQA decode dispatch on a GPU whose pair is `pair`, written into a decode op's tiling:
+// on Blackwell (every_launch) the XQA dispatcher's TRTLLM-GEN rule (Tiling::tllm_gen; launch_shape),
+// elsewhere XQA's, left as it is. Not a speculative step's (Tiling::multi_query: XQA's spec-decoding
+// kernels, as before). Whether it changed `t`.
+bool take_decode_dispatch(DecodeCostPair pair, Tiling& t);
+// Whether a GQA decode launch over an `fp8_cache` pays the family's second pair (above) on a GPU whose
+// pair is `pair`: on Hopper the fp8-cache launches; on Blackwell every launch but MMHA's (`mmha`,
+// launch_shape: its head groups above kTllmGenMaxGroup), which pays the family's own costs.
+bool pays_second_decode_pair(DecodeCostPair pair, bool fp8_cache, bool mmha);
 // Whether TensorRT-LLM's GQA decode launch rotates the new token's Q and K and appends its K and V
 // to the cache itself (true), or leaves both to invokeQKVPreprocessing, one RoPE + KV-append kernel
 // (invokeApplyBiasRopeUpdateKVCacheDispatch) launched before it (false):
@@ -359,9 +366,8 @@ bool pays_second_decode_pair(const HardwareSpec& hw, bool fp8_cache);
 //  - before that kernel (xqa_hopper_kernel false: TensorRT-LLM before 0.10.0, whose sm90 XQA cubins
 //    are the Ampere-style kernel's), XQA never does: invokeApplyBiasRopeUpdateKVCache runs first
 //    (decoderXQAImplPrecompiled.cpp@5955b8af:280-290, v0.8.0).
-// `t` is the decode op's tiling, `fp8_cache` whether its cache is E4M3. On Blackwell the MMHA case
-// inherits launch_shape's rule, which keeps XQA's dispatch on every GPU where TRTLLM-GEN serves head
-// groups up to 16 whatever the grid (not modelled: efficiency.hpp, gqa_decode_cost_pair).
+// `t` is the decode op's tiling (on Blackwell with its dispatch, take_decode_dispatch: MMHA only
+// above kTllmGenMaxGroup), `fp8_cache` whether its cache is E4M3.
 bool trtllm_decode_fuses_preprocessing(const HardwareSpec& hw, const Tiling& t, bool fp8_cache, bool xqa_hopper_kernel);
 // The fixed cost per launch and the cost per sequence an op pays under a family: its fp8-cache
 // ones for an op over an fp8 cache where the family has them.
@@ -430,7 +436,8 @@ double launched_ctas(const Tiling& t, double sms);
 // TensorRT-LLM's dispatch: XQA where the head group has a kernel and its blocks reach a quarter of
 // the SMs (mayHavePerfGain) or the cache is fp8 (Tiling::xqa_fp8_cache: TensorRT-LLM prefers XQA over
 // an E4M3 cache wherever it has a kernel), else MMHA, one block per query head and sequence, its keys split into
-// up to one wave (getMaxNumSeqLenTile). MMHA's blocks of one KV head read the same cache: counted
+// up to one wave (getMaxNumSeqLenTile); on Blackwell (Tiling::tllm_gen) TRTLLM-GEN on XQA's grid for
+// every head group up to kTllmGenMaxGroup, MMHA above it. MMHA's blocks of one KV head read the same cache: counted
 // once, as L2 serves the repeats.
 struct LaunchShape {
   double ctas = 0;

@@ -84,6 +84,12 @@ struct Tiling {
   // most mmha_key_tiles tiles.
   bool xqa_group = false;
   double xqa_gain_blocks = 0;
+  // Whether the dispatch is TensorRT-LLM's on sm100 (Blackwell: take_decode_dispatch in
+  // efficiency.hpp): its XQA dispatcher runs TRTLLM-GEN's generation kernel for every head group up to
+  // kTllmGenMaxGroup, a group of one (MHA) included, whatever the grid or cache (no perf-gain test),
+  // and MMHA above it (launch_shape). The grid stays XQA's (blocks per KV head and sequence, split as
+  // XQA's multi-block count): TRTLLM-GEN's own split of the keys is not modelled.
+  bool tllm_gen = false;
   // The decode step's head group (query heads per KV head), for an engine whose XQA kernels take one
   // group only (DecodeKernelRules::xqa_only_group). 0: not a GQA decode kernel.
   double head_group = 0;
@@ -149,13 +155,19 @@ inline constexpr double kFmhaV2ValueColumns = 256;
 // decoderXQAImplJIT.cpp@89fd9b74:74-97) or the cache is fp8 (Tiling::xqa_fp8_cache); else the masked multi-head attention kernel (MMHA), one
 // block per query head and sequence (decoderMaskedMultiheadAttentionLaunch.h@05316d33:221), its keys
 // split into at most one wave of tiles (getMaxNumSeqLenTile in common/attentionOp.cpp@eea41b73) of
-// kMmhaKeysPerTile keys (multi_block_grid_setup, the launch header's :98-147). Blackwell's TRTLLM-GEN
-// kernels take groups up to 16 (xqaDispatcher.cpp@c8b9bfc7:240-242): not modelled.
+// kMmhaKeysPerTile keys (multi_block_grid_setup, the launch header's :98-147). On Blackwell the
+// dispatcher runs TRTLLM-GEN instead, for groups up to kTllmGenMaxGroup (Tiling::tllm_gen).
 inline constexpr double kXqaHistoryPerBlock = 128;  // kMinHistoryTokensPerBlock
 inline constexpr double kXqaTargetWaves = 8;        // kTargetWaveFactor
 inline constexpr double kXqaMinBlockFactor = 4;     // kEnableMinBlockFactor
 inline constexpr double kXqaMaxGroup = 32;          // head group x beam above 32: no XQA kernel
 inline constexpr double kMmhaKeysPerTile = 128;     // MMHA's keys per loop at head size 128 in bf16
+// The largest head group TensorRT-LLM's XQA dispatcher gives TRTLLM-GEN on sm100; larger ones run MMHA.
+// The dispatcher's code says 16 (xqaDispatcher.cpp@c8b9bfc7:240-242 and @026da036, "Fallback to MMHA
+// as num_q_heads per kv_head > 16"); the 1.3.0rc20 tables it is fitted on say 32: B200's rows of 32
+// query heads over one KV head time as its group-16 rows do at every shape (64 sequences of 4,096
+// keys: 33.6 µs and 33.4 µs, bf16), where 64 over one take 1,183 µs, MMHA's CUDA-core time.
+inline constexpr double kTllmGenMaxGroup = 32;
 double decode_blocks_per_sequence(double keys);
 
 struct Op {

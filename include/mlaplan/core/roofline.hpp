@@ -60,6 +60,9 @@ struct Roofline {
   // How the engine launches TensorRT-LLM's GQA decode kernels (its profile's gqa_decode_* keys, held
   // by StepOverheads::gqa_decode and copied whole; TensorRT-LLM 1.x's launches without an engine).
   DecodeKernelRules decode;
+  // Which GQA decode launches run TensorRT-LLM's TMA-fed kernels on this GPU, with the family's second
+  // pair of launch costs (gqa_decode_cost_pair): on Blackwell also its dispatch (take_decode_dispatch).
+  DecodeCostPair decode_pair = DecodeCostPair::none;
   // The non-tensor FP32 peak, at which a calibrated family's MMHA launches compute where the family
   // has eta_compute_mmha (efficiency.hpp); 0: unknown.
   FlopsPerSecond peak_cuda_core{0};
