@@ -1108,33 +1108,18 @@ std::string split_text(const GpuKernelFit& f) {
 }
 
 Table fit_table(const std::string& title, const std::vector<std::pair<std::string, GpuKernelFit>>& fits) {
-  Table ft{.name = "fit", .title = title,
-           .columns = {{"fitted_on", "fitted on", Unit::text}, {"kernel", "kernel", Unit::text}, {"t_fixed_s", fixed_cost_header(), Unit::seconds},
-            {"t_seq_s", "per sequence or block (block: one SM at 1 GHz)", Unit::seconds}, {"t_fixed_fp8_cache_s", "fixed, fp8 cache or TMA decode", Unit::seconds},
-            {"t_seq_fp8_cache_s", "per sequence or block, fp8 cache or TMA decode", Unit::seconds}, {"t_seq_mmha_s", "per block, MMHA (one SM at 1 GHz)", Unit::seconds},
-            {"block_query_rows", "query rows a decode block's cost covers", Unit::decimal},
-            {"block_query_rows_fp8_cache", "... fp8 cache or TMA decode", Unit::decimal}, {"eta_compute", "η compute", Unit::fraction}, {"eta_compute_fp8", "η compute fp8", Unit::fraction},
-            {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction}, {"eta_compute_deepgemm", "η compute fp8, DeepGEMM", Unit::fraction},
-            {"eta_compute_mmha", "η compute MMHA (of FP32)", Unit::fraction},
-            {"eta_memory", "η memory", Unit::fraction}, {"eta_memory_mmha", "η memory MMHA", Unit::fraction}, {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"l2_speedup", "L2 speed-up", Unit::decimal}, {"l2_bytes_per_sm_cycle", "L2 pace (B per SM cycle)", Unit::decimal},
-            {"t_cta_s", "per CTA the busiest SM runs", Unit::seconds}, {"cta_cost", "CTA cost", Unit::text},
-            {"t_k_step_s", "per reduction step, block-fp8 GEMM (one SM at 1 GHz)", Unit::seconds}, {"memory_pass", "memory pass", Unit::text},
-            {"sequence_cost", "block cost", Unit::text}, {"split_kv", "split-KV", Unit::text}, {"train_rows", "rows", Unit::count}},
-           .rows = {}};
-  for (const auto& [on, f] : fits)
-    ft.rows.push_back({on, f.kernel, f.eff.fixed.value, f.eff.per_sequence.value,
-                       f.eff.fixed_fp8_cache ? Value{f.eff.fixed_fp8_cache->value} : Value{},
-                       f.eff.per_sequence_fp8_cache ? Value{f.eff.per_sequence_fp8_cache->value} : Value{},
-                       f.eff.per_sequence_mmha ? Value{f.eff.per_sequence_mmha->value} : Value{},
-                       f.eff.block_query_rows > 0 ? Value{f.eff.block_query_rows} : Value{},
-                       f.eff.block_query_rows_fp8_cache ? Value{*f.eff.block_query_rows_fp8_cache} : Value{}, f.eff.eta_compute, f.eff.eta_compute_fp8 ? Value{*f.eff.eta_compute_fp8} : Value{},
-                       f.eff.eta_compute_fp8_tensor ? Value{*f.eff.eta_compute_fp8_tensor} : Value{},
-                       f.eff.eta_compute_deepgemm ? Value{*f.eff.eta_compute_deepgemm} : Value{}, f.eff.eta_compute_mmha ? Value{*f.eff.eta_compute_mmha} : Value{}, f.eff.eta_memory,
-                       f.eff.eta_memory_mmha ? Value{*f.eff.eta_memory_mmha} : Value{}, f.eff.memory_reach,
-                       f.eff.l2_speedup != 1 ? Value{f.eff.l2_speedup} : Value{}, f.eff.l2_bytes_per_sm_cycle > 0 ? Value{f.eff.l2_bytes_per_sm_cycle} : Value{},
-                       f.eff.per_cta.value, std::string(f.eff.per_cta.value > 0 ? (f.eff.cta_overlap ? "with compute" : "added") : "-"),
-                       f.eff.k_step.value > 0 ? Value{f.eff.k_step.value} : Value{}, std::string(f.eff.serial_memory ? "apart" : "overlapped"),
-                       std::string(f.eff.sequences_overlap ? "in the max" : "added"), split_text(f), f.eff.rows});
+  Table ft{.name = "fit", .title = title, .columns = {{"fitted_on", "fitted on", Unit::text}, {"kernel", "kernel", Unit::text}}, .rows = {}};
+  for (Column& c : efficiency_parameter_columns(true, true)) ft.columns.push_back(std::move(c));
+  ft.columns[2].label = fixed_cost_header();  // the fitted values, some at the SM clock: which
+  ft.columns.emplace_back("split_kv", "split-KV", Unit::text);
+  ft.columns.emplace_back("train_rows", "rows", Unit::count);
+  for (const auto& [on, f] : fits) {
+    std::vector<Value> row{on, f.kernel};
+    append_efficiency_parameters(row, f.eff, true, 1);
+    row.emplace_back(std::in_place_type<std::string>, split_text(f));
+    row.emplace_back(std::in_place_type<std::int64_t>, f.eff.rows);
+    ft.rows.push_back(std::move(row));
+  }
   return ft;
 }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "mlaplan/io/efficiency_json.hpp"
 #include "mlaplan/io/hardware_json.hpp"
 #include "mlaplan/io/hf_config.hpp"
 #include "mlaplan/io/registry.hpp"
@@ -56,38 +57,19 @@ void add_roofline_fields(Document& doc, const RooflineUsed& r) {
 // L2 pace: a step's ops are priced from DRAM (op_time), so no time here used it.
 void add_efficiency_table(Document& doc, const Roofline& rf) {
   if (!rf.calibrated()) return;
-  Table t{.name = "efficiency", .title = "Calibrated kernel families (other ops at speed of light): " + rf.eta_source,
-          .columns = {{"family", "kernel family", Unit::text}, {"fixed_s", "fixed per launch", Unit::seconds},
-                      {"per_sequence_s", "per sequence or block (block: one SM at 1 GHz)", Unit::seconds}, {"fixed_fp8_cache_s", "fixed, fp8 cache or TMA decode", Unit::seconds},
-                      {"per_sequence_fp8_cache_s", "per sequence or block, fp8 cache or TMA decode", Unit::seconds},
-                      {"per_sequence_mmha_s", "per block, MMHA (one SM at 1 GHz)", Unit::seconds},
-                      {"block_query_rows", "query rows a decode block's cost covers", Unit::decimal},
-                      {"block_query_rows_fp8_cache", "... fp8 cache or TMA decode", Unit::decimal}, {"eta_compute", "η compute", Unit::fraction},
-                      {"eta_compute_fp8", "η compute fp8", Unit::fraction}, {"eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction},
-                      {"eta_compute_deepgemm", "η compute fp8, DeepGEMM", Unit::fraction}, {"eta_compute_mmha", "η compute MMHA (of FP32)", Unit::fraction}, {"eta_memory", "η memory", Unit::fraction},
-                      {"eta_memory_mmha", "η memory MMHA", Unit::fraction}, {"memory_reach", "memory reach (SM shares)", Unit::decimal}, {"per_cta_s", "per CTA the busiest SM runs", Unit::seconds},
-                      {"cta_cost", "CTA cost", Unit::text}, {"k_step_s", "per reduction step, block-fp8 GEMM (one SM at 1 GHz)", Unit::seconds}, {"memory_pass", "memory pass", Unit::text}, {"sequence_cost", "block cost", Unit::text},
-                      {"split_kv", "split-KV", Unit::text}, {"rows", "rows fitted", Unit::count}},
-          .rows = {}};
+  Table t{.name = "efficiency", .title = "Calibrated kernel families (other ops at speed of light): " + rf.eta_source, .columns = {{"family", "kernel family", Unit::text}}, .rows = {}};
+  for (Column& c : efficiency_parameter_columns(false, false)) t.columns.push_back(std::move(c));
+  t.columns.emplace_back("split_kv", "split-KV", Unit::text);
+  t.columns.emplace_back("rows", "rows fitted", Unit::count);
   for (int i = 0; i < kKernelFamilyCount; ++i)
     if (const auto& k = rf.kernels[static_cast<std::size_t>(i)]) {
       const auto f = static_cast<KernelFamily>(i);
+      std::vector<Value> row{std::string(to_string(f))};
       // The fixed costs this GPU pays (a family fitted at the SM clock: through its clock).
-      const double clock = fixed_cost_scale(*k, rf.sm_clock_hz);
-      t.rows.push_back({std::string(to_string(f)), k->fixed.value * clock, k->per_sequence.value,
-                        k->fixed_fp8_cache ? Value{k->fixed_fp8_cache->value * clock} : Value{},
-                        k->per_sequence_fp8_cache ? Value{k->per_sequence_fp8_cache->value} : Value{},
-                        k->per_sequence_mmha ? Value{k->per_sequence_mmha->value} : Value{},
-                        k->block_query_rows > 0 ? Value{k->block_query_rows} : Value{},
-                        k->block_query_rows_fp8_cache ? Value{*k->block_query_rows_fp8_cache} : Value{}, k->eta_compute,
-                        k->eta_compute_fp8 ? Value{*k->eta_compute_fp8} : Value{}, k->eta_compute_fp8_tensor ? Value{*k->eta_compute_fp8_tensor} : Value{},
-                        k->eta_compute_deepgemm ? Value{*k->eta_compute_deepgemm} : Value{},
-                        k->eta_compute_mmha ? Value{*k->eta_compute_mmha} : Value{}, k->eta_memory,
-                        k->eta_memory_mmha ? Value{*k->eta_memory_mmha} : Value{}, k->memory_reach, k->per_cta.value,
-                        std::string(k->per_cta.value > 0 ? (k->cta_overlap ? "with compute" : "added") : "-"),
-                        k->k_step.value > 0 ? Value{k->k_step.value} : Value{},
-                        std::string(k->serial_memory ? "apart" : "overlapped"),
-                        std::string(k->sequences_overlap ? "in the max" : "added"), std::string(!is_latent_attention(f) ? "-" : k->split_kv ? "yes" : "no"), k->rows});
+      append_efficiency_parameters(row, *k, false, fixed_cost_scale(*k, rf.sm_clock_hz));
+      row.emplace_back(std::in_place_type<std::string>, !is_latent_attention(f) ? "-" : k->split_kv ? "yes" : "no");
+      row.emplace_back(std::in_place_type<std::int64_t>, k->rows);
+      t.rows.push_back(std::move(row));
     }
   doc.tables.push_back(std::move(t));
 }

@@ -260,4 +260,75 @@ std::vector<EfficiencyProfile> bundled_efficiency() {
   return out;
 }
 
+namespace {
+
+// One parameter column: its key in a profile's terms and in fits.csv's, its header and unit, whether
+// it is an L2 term, and its cell (the family, the factor on its fixed costs).
+struct ParameterColumn {
+  const char* key;
+  const char* fit_key;
+  const char* header;
+  Unit unit;
+  bool l2;
+  Value (*cell)(const KernelEfficiency&, double);
+};
+
+Value optional_seconds(const std::optional<Seconds>& s, double scale = 1) { return s ? Value{s->value * scale} : Value{}; }
+Value optional_number(const std::optional<double>& v) { return v ? Value{*v} : Value{}; }
+
+const std::vector<ParameterColumn>& parameter_columns() {
+  static const std::vector<ParameterColumn> columns{
+      {"fixed_s", "t_fixed_s", "fixed per launch", Unit::seconds, false, [](const KernelEfficiency& k, double s) { return Value{k.fixed.value * s}; }},
+      {"per_sequence_s", "t_seq_s", "per sequence or block (block: one SM at 1 GHz)", Unit::seconds, false,
+       [](const KernelEfficiency& k, double) { return Value{k.per_sequence.value}; }},
+      {"fixed_fp8_cache_s", "t_fixed_fp8_cache_s", "fixed, fp8 cache or TMA decode", Unit::seconds, false,
+       [](const KernelEfficiency& k, double s) { return optional_seconds(k.fixed_fp8_cache, s); }},
+      {"per_sequence_fp8_cache_s", "t_seq_fp8_cache_s", "per sequence or block, fp8 cache or TMA decode", Unit::seconds, false,
+       [](const KernelEfficiency& k, double) { return optional_seconds(k.per_sequence_fp8_cache); }},
+      {"per_sequence_mmha_s", "t_seq_mmha_s", "per block, MMHA (one SM at 1 GHz)", Unit::seconds, false,
+       [](const KernelEfficiency& k, double) { return optional_seconds(k.per_sequence_mmha); }},
+      {"block_query_rows", "block_query_rows", "query rows a decode block's cost covers", Unit::decimal, false,
+       [](const KernelEfficiency& k, double) { return k.block_query_rows > 0 ? Value{k.block_query_rows} : Value{}; }},
+      {"block_query_rows_fp8_cache", "block_query_rows_fp8_cache", "... fp8 cache or TMA decode", Unit::decimal, false,
+       [](const KernelEfficiency& k, double) { return optional_number(k.block_query_rows_fp8_cache); }},
+      {"eta_compute", "eta_compute", "η compute", Unit::fraction, false, [](const KernelEfficiency& k, double) { return Value{k.eta_compute}; }},
+      {"eta_compute_fp8", "eta_compute_fp8", "η compute fp8", Unit::fraction, false, [](const KernelEfficiency& k, double) { return optional_number(k.eta_compute_fp8); }},
+      {"eta_compute_fp8_tensor", "eta_compute_fp8_tensor", "η compute fp8 per tensor", Unit::fraction, false,
+       [](const KernelEfficiency& k, double) { return optional_number(k.eta_compute_fp8_tensor); }},
+      {"eta_compute_deepgemm", "eta_compute_deepgemm", "η compute fp8, DeepGEMM", Unit::fraction, false,
+       [](const KernelEfficiency& k, double) { return optional_number(k.eta_compute_deepgemm); }},
+      {"eta_compute_mmha", "eta_compute_mmha", "η compute MMHA (of FP32)", Unit::fraction, false,
+       [](const KernelEfficiency& k, double) { return optional_number(k.eta_compute_mmha); }},
+      {"eta_memory", "eta_memory", "η memory", Unit::fraction, false, [](const KernelEfficiency& k, double) { return Value{k.eta_memory}; }},
+      {"eta_memory_mmha", "eta_memory_mmha", "η memory MMHA", Unit::fraction, false, [](const KernelEfficiency& k, double) { return optional_number(k.eta_memory_mmha); }},
+      {"memory_reach", "memory_reach", "memory reach (SM shares)", Unit::decimal, false, [](const KernelEfficiency& k, double) { return Value{k.memory_reach}; }},
+      {"l2_speedup", "l2_speedup", "L2 speed-up", Unit::decimal, true, [](const KernelEfficiency& k, double) { return k.l2_speedup != 1 ? Value{k.l2_speedup} : Value{}; }},
+      {"l2_bytes_per_sm_cycle", "l2_bytes_per_sm_cycle", "L2 pace (B per SM cycle)", Unit::decimal, true,
+       [](const KernelEfficiency& k, double) { return k.l2_bytes_per_sm_cycle > 0 ? Value{k.l2_bytes_per_sm_cycle} : Value{}; }},
+      {"per_cta_s", "t_cta_s", "per CTA the busiest SM runs", Unit::seconds, false, [](const KernelEfficiency& k, double) { return Value{k.per_cta.value}; }},
+      {"cta_cost", "cta_cost", "CTA cost", Unit::text, false,
+       [](const KernelEfficiency& k, double) { return Value{std::string(k.per_cta.value > 0 ? (k.cta_overlap ? "with compute" : "added") : "-")}; }},
+      {"k_step_s", "t_k_step_s", "per reduction step, block-fp8 GEMM (one SM at 1 GHz)", Unit::seconds, false,
+       [](const KernelEfficiency& k, double) { return k.k_step.value > 0 ? Value{k.k_step.value} : Value{}; }},
+      {"memory_pass", "memory_pass", "memory pass", Unit::text, false, [](const KernelEfficiency& k, double) { return Value{std::string(k.serial_memory ? "apart" : "overlapped")}; }},
+      {"sequence_cost", "sequence_cost", "block cost", Unit::text, false,
+       [](const KernelEfficiency& k, double) { return Value{std::string(k.sequences_overlap ? "in the max" : "added")}; }},
+  };
+  return columns;
+}
+
+}  // namespace
+
+std::vector<Column> efficiency_parameter_columns(bool fit_keys, bool l2) {
+  std::vector<Column> out;
+  for (const ParameterColumn& c : parameter_columns())
+    if (l2 || !c.l2) out.emplace_back(fit_keys ? c.fit_key : c.key, c.header, c.unit);
+  return out;
+}
+
+void append_efficiency_parameters(std::vector<Value>& row, const KernelEfficiency& k, bool l2, double fixed_scale) {
+  for (const ParameterColumn& c : parameter_columns())
+    if (l2 || !c.l2) row.push_back(c.cell(k, fixed_scale));
+}
+
 }  // namespace mlaplan
