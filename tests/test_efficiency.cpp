@@ -753,6 +753,22 @@ TEST_CASE("Blackwell's dispatch runs TRTLLM-GEN for head groups up to 32 whateve
     CHECK(op_time(mqa, b200).fixed.value == Approx(5e-6 + 256 * 10e-9));
     CHECK(explain_op_time("attention", mqa, b200, op_time(mqa, b200)).formula.find("MMHA (a head group above 32, past what sm100's dispatcher gives TRTLLM-GEN)") != std::string::npos);
   }
+  // A speculative step (2 tokens a sequence) keeps XQA's spec kernels' grid, one block per sequence
+  // and KV head, and pays the pair over a bf16 cache too: 2 µs + 128 x 4 ns, said as TRTLLM-GEN's.
+  Workload spec_step;
+  spec_step.groups = {SequenceGroup{4, 2, 1}};
+  spec_step.spec_tokens = 1;
+  const PathPlan spec_plan = standard_path(test::attention_layer(32, 32), spec_step);
+  const Op* spec_op = spec_plan.find(OpId::attention);
+  REQUIRE(spec_op);
+  REQUIRE(spec_op->tiling.multi_query);
+  REQUIRE_FALSE(spec_op->fp8_cache);
+  const std::optional<Op> spec_launched = as_launched(*spec_op, b200);
+  REQUIRE(spec_launched);
+  CHECK_FALSE(spec_launched->tiling.tllm_gen);
+  CHECK(spec_launched->fp8_cache);
+  CHECK(op_time(*spec_op, b200).fixed.value == Approx(2e-6 + 128 * 4e-9));
+  CHECK(explain_op_time("attention", *spec_op, b200, op_time(*spec_op, b200)).formula.find(", TRTLLM-GEN's t_fixed and t_seq (the family's second pair)") != std::string::npos);
   // An engine without XQA keeps MMHA on Blackwell too.
   Roofline no_xqa = b200;
   no_xqa.decode.xqa = false;

@@ -532,7 +532,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                          : eta_kind == ComputeEta::fp8_tensor ? ", per-tensor fp8 η_c"
                          : eta_kind == ComputeEta::deepgemm   ? ", DeepGEMM's fp8 η_c"
                          : eta_kind == ComputeEta::fp8        ? ", fp8 η_c"
-                                                              : "", costs.fp8_cache ? ", its fp8-cache kernel's t_fixed and t_seq" : "",
+                                                              : "", costs.fp8_cache ? (rf.decode_pair == DecodeCostPair::every_launch && tl.decode_kernel ? ", TRTLLM-GEN's t_fixed and t_seq (the family's second pair)" : ", its fp8-cache kernel's t_fixed and t_seq") : "",
                          launch.mmha         ? cat(", MMHA (", tl.tllm_gen  ? cat("a head group above ", num(kTllmGenMaxGroup), ", past what sm100's dispatcher gives TRTLLM-GEN")
                                                            : rf.decode.xqa ? "no XQA kernel for this head group, or too few blocks"
                                                                            : "the engine has no XQA",

@@ -79,6 +79,7 @@ Roofline speed_of_light(const Roofline& rf) {
   s.latent_fp8 = rf.latent_fp8;
   s.deepgemm = rf.deepgemm;
   s.decode = rf.decode;
+  s.decode_pair = rf.decode_pair;
   return s;
 }
 
@@ -130,9 +131,11 @@ std::optional<Op> as_launched(const Op& op, const Roofline& rf) {
   // An XQA launch over an fp8 cache without the Hopper kernel: the Ampere-style kernel's costs.
   if (decode && !rf.decode.xqa_hopper_kernel && o.fp8_cache && t.xqa_group && !launch_shape(t, rf.sms).mmha) o.fp8_cache = false;
   // On Blackwell an engine with XQA's dispatch for this head group runs TRTLLM-GEN's rule
-  // (take_decode_dispatch), and every launch but MMHA's pays the pair, over any cache.
+  // (take_decode_dispatch), and every decode launch but MMHA's pays the pair, over any cache: a
+  // speculative step's too (XQA's spec kernels, never MMHA).
   if (decode && !mmha && rf.decode.xqa && xqa_takes_group(rf, t)) take_decode_dispatch(rf.decode_pair, t);
-  if (decode && rf.decode_pair == DecodeCostPair::every_launch) o.fp8_cache = pays_second_decode_pair(rf.decode_pair, o.fp8_cache, launch_shape(t, rf.sms).mmha);
+  if (t.decode_kernel && rf.decode_pair == DecodeCostPair::every_launch)
+    o.fp8_cache = pays_second_decode_pair(rf.decode_pair, o.fp8_cache, launch_shape(t, rf.sms).mmha);
   const bool same = !deepgemm && !mmha && o.fp8_cache == op.fp8_cache && t.xqa_fp8_cache == op.tiling.xqa_fp8_cache && t.split_k == op.tiling.split_k &&
                     t.mmha_key_tiles == op.tiling.mmha_key_tiles && t.xqa_gain_blocks == op.tiling.xqa_gain_blocks && t.tllm_gen == op.tiling.tllm_gen;
   if (same) return std::nullopt;

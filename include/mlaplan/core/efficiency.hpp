@@ -98,7 +98,8 @@ struct KernelEfficiency {
   // absent: fixed and per_sequence.
   std::optional<Seconds> fixed_fp8_cache;
   std::optional<Seconds> per_sequence_fp8_cache;
-  // The cost per block of TensorRT-LLM's MMHA decode kernel over a bf16 cache (launch_shape's mmha:
+  // The cost per block of TensorRT-LLM's MMHA decode kernel over a bf16 cache (on Blackwell over either
+  // cache, its launches not paying the second pair: pays_second_decode_pair) (launch_shape's mmha:
   // one block per query head and sequence, on CUDA cores), where it was fitted apart from XQA's (one
   // block per KV head and sequence, its head group on tensor cores): H100's TP1 rows of 2,048
   // sequences of 2 keys take 167 µs through MMHA at 8 heads (16,384 blocks, 10 ns each) and 578 µs
