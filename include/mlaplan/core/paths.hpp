@@ -165,8 +165,9 @@ inline constexpr double kMmhaKeysPerTile = 128;     // MMHA's keys per loop at h
 // The largest head group TensorRT-LLM's XQA dispatcher gives TRTLLM-GEN on sm100; larger ones run MMHA.
 // The dispatcher's code says 16 (xqaDispatcher.cpp@c8b9bfc7:240-242 and @026da036, "Fallback to MMHA
 // as num_q_heads per kv_head > 16"); the 1.3.0rc20 tables it is fitted on say 32: B200's rows of 32
-// query heads over one KV head time as its group-16 rows do at every shape (64 sequences of 4,096
-// keys: 33.6 µs and 33.4 µs, bf16), where 64 over one take 1,183 µs, MMHA's CUDA-core time.
+// query heads over one KV head take 0.91-1.62x its group-16 rows' time at the same shape (median
+// 1.12x; 64 sequences of 4,096 keys: 33.6 µs and 33.4 µs, bf16), its rows of 64 over one 6.1x in the
+// median (1,183 µs there), MMHA's CUDA-core time.
 inline constexpr double kTllmGenMaxGroup = 32;
 double decode_blocks_per_sequence(double keys);
 
