@@ -953,7 +953,8 @@ TEST_CASE("Against: decode rows over an fp8 cache get their own fixed and per-bl
 }
 
 TEST_CASE("Against: a Blackwell GPU's decode rows pay one pair of costs over either cache, per block in its SM cycles", "[validate]") {
-  // On sm100 TensorRT-LLM's XQA dispatcher runs TRTLLM-GEN for every decode launch (gqa_decode_cost_pair):
+  // On sm100 TensorRT-LLM's XQA dispatcher runs TRTLLM-GEN for every decode launch of a head group up
+  // to kTllmGenMaxGroup (gqa_decode_cost_pair, take_decode_dispatch; here groups of 4 and 8):
   // B200's rows over a bf16 and an fp8 cache are one kernel's, and the fit gives one pair of costs,
   // no second one; its costs come back as one SM's time at 1 GHz, the unit a profile carries to
   // other GPUs (B200: 148 SMs at 1,965 MHz). The same rows on an H100 get two pairs (above).
