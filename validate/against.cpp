@@ -794,9 +794,7 @@ void read_gqa_attention(const Table2& t, const std::vector<std::string>& row, st
   // TMA-fed kernels (a Hopper GPU's over an fp8 cache: XQA's QGMMA; a Blackwell GPU's but MMHA's:
   // TRTLLM-GEN) pays the family's second pair of launch costs (gqa_decode_cost_pair); the others the
   // Ampere-style kernel's or MMHA's.
-  const DecodeCostPair pair = gqa_decode_cost_pair(*r.gpu);
-  take_decode_dispatch(pair, r.op.tiling);
-  r.op.fp8_cache = pays_second_decode_pair(pair, r.op.fp8_cache, decode && launch_shape(r.op.tiling, sms_of(r)).mmha);
+  take_decode_launch(gqa_decode_cost_pair(*r.gpu), r.op, sms_of(r), true);
   set_peak(r, fp8_kernel);
   // preprocess `trtllm`: the row times TensorRT-LLM's attention op, its RoPE + KV-append kernel
   // included where it runs apart (add_trtllm_preprocessing).

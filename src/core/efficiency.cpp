@@ -178,6 +178,12 @@ bool pays_second_decode_pair(DecodeCostPair pair, bool fp8_cache, bool mmha) {
   return (pair == DecodeCostPair::every_launch && !mmha) || (pair == DecodeCostPair::fp8_cache && fp8_cache);
 }
 
+void take_decode_launch(DecodeCostPair pair, Op& op, double sms, bool dispatch) {
+  if (!op.tiling.decode_kernel) return;
+  if (dispatch) take_decode_dispatch(pair, op.tiling);
+  op.fp8_cache = pays_second_decode_pair(pair, op.fp8_cache, launch_shape(op.tiling, sms).mmha);
+}
+
 LaunchCosts launch_costs(const KernelEfficiency& k, bool fp8_cache, bool mmha) {
   if (fp8_cache && k.fixed_fp8_cache && k.per_sequence_fp8_cache)
     return {*k.fixed_fp8_cache, *k.per_sequence_fp8_cache, true, false, k.block_query_rows_fp8_cache.value_or(k.block_query_rows)};

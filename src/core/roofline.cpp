@@ -133,9 +133,7 @@ std::optional<Op> as_launched(const Op& op, const Roofline& rf) {
   // On Blackwell an engine with XQA's dispatch for this head group runs TRTLLM-GEN's rule
   // (take_decode_dispatch), and every decode launch but MMHA's pays the pair, over any cache: a
   // speculative step's too (XQA's spec kernels, never MMHA).
-  if (decode && !mmha && rf.decode.xqa && xqa_takes_group(rf, t)) take_decode_dispatch(rf.decode_pair, t);
-  if (t.decode_kernel && rf.decode_pair == DecodeCostPair::every_launch)
-    o.fp8_cache = pays_second_decode_pair(rf.decode_pair, o.fp8_cache, launch_shape(t, rf.sms).mmha);
+  take_decode_launch(rf.decode_pair, o, rf.sms, decode && !mmha && rf.decode.xqa && xqa_takes_group(rf, t));
   const bool same = !deepgemm && !mmha && o.fp8_cache == op.fp8_cache && t.xqa_fp8_cache == op.tiling.xqa_fp8_cache && t.split_k == op.tiling.split_k &&
                     t.mmha_key_tiles == op.tiling.mmha_key_tiles && t.xqa_gain_blocks == op.tiling.xqa_gain_blocks && t.tllm_gen == op.tiling.tllm_gen;
   if (same) return std::nullopt;

@@ -350,6 +350,12 @@ bool take_decode_dispatch(DecodeCostPair pair, Tiling& t);
 // pair is `pair`: on Hopper the fp8-cache launches; on Blackwell every launch but MMHA's (`mmha`,
 // launch_shape: its head groups above kTllmGenMaxGroup), which pays the family's own costs.
 bool pays_second_decode_pair(DecodeCostPair pair, bool fp8_cache, bool mmha);
+// A GQA decode op (Tiling::decode_kernel) as TensorRT-LLM launches it on a GPU of `sms` SMs whose pair
+// is `pair`: with `dispatch` (an engine whose XQA dispatch takes the op's head group), the GPU's rule
+// (take_decode_dispatch); then Op::fp8_cache set to whether the launch pays the pair
+// (pays_second_decode_pair). The one place the planner (as_launched) and mlaplan-validate's rows set
+// both. Other ops: unchanged.
+void take_decode_launch(DecodeCostPair pair, Op& op, double sms, bool dispatch);
 // Whether TensorRT-LLM's GQA decode launch rotates the new token's Q and K and appends its K and V
 // to the cache itself (true), or leaves both to invokeQKVPreprocessing, one RoPE + KV-append kernel
 // (invokeApplyBiasRopeUpdateKVCacheDispatch) launched before it (false):
