@@ -27,7 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::size_t f = 0; f < p.kernels.size(); ++f)
       if (p.kernels[f] && (!again.kernels[f] || again.kernels[f]->memory_reach != p.kernels[f]->memory_reach || p.kernels[f]->memory_reach < 1 ||
                            again.kernels[f]->eta_compute_fp8_tensor != p.kernels[f]->eta_compute_fp8_tensor ||
-                           again.kernels[f]->eta_compute_mmha != p.kernels[f]->eta_compute_mmha ||
+                           again.kernels[f]->mmha_flops_per_sm_cycle != p.kernels[f]->mmha_flops_per_sm_cycle ||
+                           (p.kernels[f]->mmha_flops_per_sm_cycle && !(*p.kernels[f]->mmha_flops_per_sm_cycle > 0 && *p.kernels[f]->mmha_flops_per_sm_cycle <= 256)) ||
                            again.kernels[f]->eta_memory_mmha != p.kernels[f]->eta_memory_mmha ||
                            (p.kernels[f]->eta_memory_mmha && !(*p.kernels[f]->eta_memory_mmha > 0 && *p.kernels[f]->eta_memory_mmha <= 1)) ||
                            again.kernels[f]->block_query_rows != p.kernels[f]->block_query_rows ||

@@ -538,7 +538,7 @@ void for_each_gqa_decode(Fn fn) {
 
 }  // namespace
 
-TEST_CASE("MMHA computes on CUDA cores at its own fraction of the FP32 peak", "[efficiency][example]") {
+TEST_CASE("MMHA computes on CUDA cores at its own FLOPs per SM cycle", "[efficiency][example]") {
   // H100's TP1 row of 64 query heads over one KV head (no XQA kernel above a group of 32), 64
   // sequences of 4,096 keys, head size 128 in bf16: F = 64 x 4,096 x 64 x 4 x 128 = 8,589,934,592 FLOP,
   // B = 64 x 4,096 x 2 x 128 x 2 = 134,217,728 bytes. MMHA: one block per query head and sequence,
@@ -550,46 +550,49 @@ TEST_CASE("MMHA computes on CUDA cores at its own fraction of the FP32 peak", "[
   KernelEfficiency k;
   k.eta_compute = 1;
   k.eta_memory = 0.8;
-  k.eta_compute_mmha = 0.1;
-  const FlopsPerSecond tensor{989.4e12}, fp32{67e12};
+  k.mmha_flops_per_sm_cycle = 25;
+  const FlopsPerSecond tensor{989.4e12};
   const BytesPerSecond bw{3.35e12};
-  // On CUDA cores: 8,589,934,592 / (67 TFLOP/s x 0.1 x 0.969697) = 1.32214 ms, against the bytes'
-  // 134,217,728 / (3.35 TB/s x 0.8 x 0.969697) = 51.65 µs (w_m = w at a reach of 1); the row measured
-  // 1,261 µs (1,265 over an fp8 cache).
-  const CalibratedTime c = calibrated_time(op, k, tensor, bw, 132, 1.98e9, false, Bytes{0}, fp32);
-  CHECK(c.compute.value == Approx(8589934592.0 / (67e12 * 0.1 * (4096.0 / 4224.0))));
-  CHECK(c.compute.value == Approx(1.32214e-3).epsilon(1e-5));
+  // On CUDA cores: 8,589,934,592 / (132 SMs x 1.98 GHz x 25 FLOP/cycle x 0.969697) = 1.35573 ms,
+  // against the bytes' 134,217,728 / (3.35 TB/s x 0.8 x 0.969697) = 51.65 µs (w_m = w at a reach of
+  // 1); the row measured 1,261 µs (1,265 over an fp8 cache).
+  const CalibratedTime c = calibrated_time(op, k, tensor, bw, 132, 1.98e9, false, Bytes{0});
+  CHECK(c.compute.value == Approx(8589934592.0 / (132 * 1.98e9 * 25 * (4096.0 / 4224.0))));
+  CHECK(c.compute.value == Approx(1.35573e-3).epsilon(1e-5));
   CHECK(c.memory.value == Approx(134217728.0 / (3.35e12 * 0.8 * (4096.0 / 4224.0))));
   CHECK(c.time().value == Approx(c.compute.value));
-  // Without the FP32 peak, or without the family's η: the tensor peak at η_c, 8.95 µs, memory-bound.
-  CHECK(calibrated_time(op, k, tensor, bw, 132, 1.98e9, false, Bytes{0}).compute.value == Approx(8589934592.0 / (989.4e12 * (4096.0 / 4224.0))));
+  // The rate carries by SMs and clock, not by the FP32 peak: on A100's 108 SMs at 1,410 MHz (half
+  // H100's FP32 lanes per SM) the same launch, 4,096 / (38 x 108) = 0.998051 of its waves, computes in
+  // 8,589,934,592 / (108 x 1.41 GHz x 25 x 0.998051) = 2.26076 ms.
+  CHECK(calibrated_time(op, k, tensor, bw, 108, 1.41e9, false, Bytes{0}).compute.value == Approx(2.26076e-3).epsilon(1e-5));
+  // Without the SM clock, or without the family's rate: the tensor peak at η_c, 8.95 µs, memory-bound.
+  CHECK(calibrated_time(op, k, tensor, bw, 132, 0, false, Bytes{0}).compute.value == Approx(8589934592.0 / (989.4e12 * (4096.0 / 4224.0))));
   KernelEfficiency plain = k;
-  plain.eta_compute_mmha.reset();
-  CHECK(calibrated_time(op, plain, tensor, bw, 132, 1.98e9, false, Bytes{0}, fp32).compute.value == Approx(8589934592.0 / (989.4e12 * (4096.0 / 4224.0))));
-  CHECK_FALSE(computes_on_cuda_cores(plain, true, fp32));
-  CHECK_FALSE(computes_on_cuda_cores(k, true, FlopsPerSecond{0}));
+  plain.mmha_flops_per_sm_cycle.reset();
+  CHECK(calibrated_time(op, plain, tensor, bw, 132, 1.98e9, false, Bytes{0}).compute.value == Approx(8589934592.0 / (989.4e12 * (4096.0 / 4224.0))));
+  CHECK_FALSE(computes_on_cuda_cores(plain, true, 132, 1.98e9));
+  CHECK_FALSE(computes_on_cuda_cores(k, true, 132, 0));
+  CHECK_FALSE(computes_on_cuda_cores(k, true, 0, 1.98e9));
   // An XQA launch keeps its tensor cores: a group of 32 over 2 KV heads, same FLOPs.
   Op xqa = op;
   xqa.tiling.xqa_group = true;
   REQUIRE_FALSE(launch_shape(xqa.tiling, 132).mmha);
-  CHECK_FALSE(computes_on_cuda_cores(k, false, fp32));
-  CHECK(calibrated_time(xqa, k, tensor, bw, 132, 1.98e9, false, Bytes{0}, fp32).compute.value < 1e-4);
-  // The planner takes the GPU's FP32 peak from its hardware file (H100 SXM: 67 TFLOP/s) and prices
-  // the op the same way; its explanation says where the FLOPs ran.
+  CHECK_FALSE(computes_on_cuda_cores(k, false, 132, 1.98e9));
+  CHECK(calibrated_time(xqa, k, tensor, bw, 132, 1.98e9, false, Bytes{0}).compute.value < 1e-4);
+  // The planner takes the GPU's SMs and SM clock from its hardware file (H100 SXM: 132 at 1,980 MHz)
+  // and prices the op the same way; its explanation says where the FLOPs ran.
   EfficiencyProfile prof;
   prof.name = "test";
   prof.kernels[static_cast<std::size_t>(KernelFamily::attention_decode)] = k;
   const Roofline rf = roofline_for(load_gpu("h100"), DType::bf16, prof);
-  CHECK(rf.peak_cuda_core.value == Approx(67e12));
-  CHECK(speed_of_light(rf).peak_cuda_core.value == Approx(67e12));
   const OpTime ot = op_time(op, rf);
   REQUIRE(ot.calibrated);
-  CHECK(ot.compute.value == Approx(8589934592.0 / (67e12 * 0.1 * (4096.0 / 4224.0))));
+  CHECK(ot.compute.value == Approx(8589934592.0 / (132 * 1.98e9 * 25 * (4096.0 / 4224.0))));
   CHECK(ot.compute_bound);
   const ExplainStep e = explain_op_time("attention", op, rf, ot);
   CHECK(e.number() == Approx(ot.time.value));
-  CHECK(e.formula.find("F / (peak_fp32 · η_mmha · w)") != std::string::npos);
-  CHECK(e.formula.find("its FLOPs on CUDA cores at the FP32 peak") != std::string::npos);
+  CHECK(e.formula.find("F / (SMs · clock · r_mmha · w)") != std::string::npos);
+  CHECK(e.formula.find("its FLOPs on CUDA cores at r_mmha FLOPs per SM cycle") != std::string::npos);
 }
 
 TEST_CASE("MMHA streams its cache at its own fraction of the bandwidth", "[efficiency][example]") {
@@ -1791,12 +1794,16 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j["kernels"]["absorbed_decode"]["per_sequence_mmha_s"] = nullptr;
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.per_sequence_mmha_s' = null: expected a number in [0, 1]");
   j = minimal_profile();
-  j["kernels"]["absorbed_decode"]["eta_compute_mmha"] = 0;
-  CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.eta_compute_mmha' = 0", 0) == 0);
-  j["kernels"]["absorbed_decode"]["eta_compute_mmha"] = 1.01;
-  CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.eta_compute_mmha' = 1.01", 0) == 0);
-  j["kernels"]["absorbed_decode"]["eta_compute_mmha"] = "0.1";
-  CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.eta_compute_mmha' = \"0.1\"", 0) == 0);
+  j["kernels"]["absorbed_decode"]["mmha_flops_per_sm_cycle"] = 0;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.mmha_flops_per_sm_cycle' = 0: expected a number in (0, 256]");
+  j["kernels"]["absorbed_decode"]["mmha_flops_per_sm_cycle"] = 257;
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.mmha_flops_per_sm_cycle' = 257: expected a number in (0, 256]");
+  j["kernels"]["absorbed_decode"]["mmha_flops_per_sm_cycle"] = "20";
+  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.mmha_flops_per_sm_cycle' = \"20\": expected a number in (0, 256]");
+  // The fraction of the FP32 peak it replaced: refused by name, not ignored.
+  j = minimal_profile();
+  j["kernels"]["absorbed_decode"]["eta_compute_mmha"] = 0.1;
+  CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.eta_compute_mmha' = 0.1", 0) == 0);
   j = minimal_profile();
   j["kernels"]["absorbed_decode"]["eta_memory_mmha"] = 0;
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.eta_memory_mmha' = 0: expected a number in (0, 1]");
@@ -1868,7 +1875,7 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   j["kernels"]["absorbed_decode"]["per_sequence_overlapped"] = true;
   j["kernels"]["absorbed_decode"]["per_cta_overlapped"] = true;
   j["kernels"]["absorbed_decode"]["per_sequence_mmha_s"] = 1.25e-8;
-  j["kernels"]["absorbed_decode"]["eta_compute_mmha"] = 0.075;
+  j["kernels"]["absorbed_decode"]["mmha_flops_per_sm_cycle"] = 18.5;
   j["kernels"]["absorbed_decode"]["eta_memory_mmha"] = 0.85;
   j["kernels"]["bmm"] = j["kernels"]["absorbed_decode"];
   j["kernels"]["bmm"].erase("l2_bytes_per_sm_cycle");
@@ -1899,7 +1906,7 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   const bool q_cta = qk.cta_overlap;
   CHECK(q_cta);
   CHECK(qk.per_sequence_mmha.value_or(Seconds{0}).value == 1.25e-8);
-  CHECK(qk.eta_compute_mmha.value_or(0) == 0.075);
+  CHECK(qk.mmha_flops_per_sm_cycle.value_or(0) == 18.5);
   CHECK(qk.eta_memory_mmha.value_or(0) == 0.85);
   const EfficiencyProfile d = parse_efficiency_profile(minimal_profile(), "p.json");
   const KernelEfficiency& dk = *d.kernel(KernelFamily::absorbed_decode);
@@ -1917,7 +1924,7 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   const bool d_cta = dk.cta_overlap;
   CHECK(!d_cta);                 // absent: the cost per CTA is added
   CHECK(!d_mmha);                // absent: MMHA's blocks cost per_sequence_s
-  CHECK_FALSE(dk.eta_compute_mmha.has_value());  // absent: MMHA computes at the tensor peak like XQA
+  CHECK_FALSE(dk.mmha_flops_per_sm_cycle.has_value());  // absent: MMHA computes at the tensor peak like XQA
   CHECK(!d_fp8);
   CHECK(!d_tensor);
   const bool d_cache = dk.fixed_fp8_cache.has_value() || dk.per_sequence_fp8_cache.has_value();

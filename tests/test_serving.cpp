@@ -1605,9 +1605,16 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
     const std::string key = c.row.metric == "best_tokens_per_s_per_gpu" ? "best_tokens_per_s_per_gpu" : c.row.metric;
     CHECK(j[key].get<double>() == Approx(c.predicted).epsilon(1e-9));
   }
-  // The published error: the upper median of the totals within 4.7%, and 85 of the 86 within 20% (README,
+  // The published error: the upper median of the totals within 5.3%, and 85 of the 86 within 20% (README,
   // Validation). Past 20%: TensorRT-LLM v0.5's Llama-2-7B first token at 2,048 tokens (-24.8%, slower
   // than the fp8 GEMMs the H100 profile is fitted on, TensorRT-LLM 1.3's). How the figures moved:
+  //  - MMHA's compute as a rate per SM cycle (mmha_flops_per_sm_cycle), not a fraction of the FP32
+  //    peak, took A100's left-out p90 under 30% but moved the MHA rows (MMHA in every decode step)
+  //    slower: H100's own rate refitted 18.53 -> 18.38 FLOPs per SM cycle (Llama-2-7B -0.4..-0.6
+  //    points), and L40S's rows, under the pooled `any` profile, whose fit now takes a memory pass
+  //    apart (serial_memory) and 24.9 FLOPs per cycle of its 142 SMs (8.9 TFLOP/s, against 9.8 at
+  //    10.7% of its FP32 peak), -0.2/-0.6/-4.5/-4.0% -> -1.6/-4.9/-7.0/-6.8%. 68 within 10% and 85 within
+  //    20% as before; the upper median 4.58% -> 5.23%;
   //  - MMHA's own fraction of the bandwidth (eta_memory_mmha, fitted on the GQA decode tables where
   //    rows run both MMHA and XQA: A100 0.99 where XQA's is 0.64) took A100's Llama-2-7B throughput,
   //    MHA and so MMHA in every decode step, from -7.3%..-19.9% to -4.1%..+9.5% (v0.5 and v0.8), with
@@ -1630,7 +1637,7 @@ TEST_CASE("Serving measurements: each row's command prints the prediction, and t
   //    128/2,048: -26.7% -> -3.2%, with 63 sequences that fit, not 32).
   std::sort(totals.begin(), totals.end());
   CHECK(totals.size() == 86);
-  CHECK(totals[totals.size() / 2] <= 0.047);
+  CHECK(totals[totals.size() / 2] <= 0.053);
   CHECK(std::count_if(totals.begin(), totals.end(), [](double e) { return e <= 0.20; }) >= 85);
 }
 

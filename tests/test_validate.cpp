@@ -907,9 +907,9 @@ Op gqa_decode_op(int heads, int kv_heads, int batch, int len, KvDtype kv = KvDty
   return *op;
 }
 
-// An op's calibrated time on `gpu` under `given`, at the bf16 peak (MMHA at `fp32` where it is given).
-CalibratedTime timed_on(const HardwareSpec& gpu, const Op& op, const KernelEfficiency& given, FlopsPerSecond fp32 = FlopsPerSecond{0}) {
-  return calibrated_time(op, given, *gpu.peak_flops(DType::bf16), gpu.memory_bandwidth, static_cast<double>(gpu.sm_count), gpu.sm_clock_hz, false, Bytes{0}, fp32);
+// An op's calibrated time on `gpu` under `given`, at the bf16 peak.
+CalibratedTime timed_on(const HardwareSpec& gpu, const Op& op, const KernelEfficiency& given) {
+  return calibrated_time(op, given, *gpu.peak_flops(DType::bf16), gpu.memory_bandwidth, static_cast<double>(gpu.sm_count), gpu.sm_clock_hz, false, Bytes{0});
 }
 
 // H100's SMs times their clock in GHz: a GQA decode block's cost, one SM's time at 1 GHz
@@ -1084,12 +1084,11 @@ TEST_CASE("Against: decode rows that run MMHA and XQA give back each kernel's fr
   // caches bind both by their bytes. Fitted at one fraction, one kernel's rows or the other's miss by
   // up to 40%.
   const HardwareSpec a100 = load_gpu("a100-80gb");
-  const FlopsPerSecond fp32 = *a100.peak_flops(DType::fp32);
   KernelEfficiency given;
   given.fixed = Seconds{12e-6};
   given.per_sequence = Seconds{60e-9 * static_cast<double>(a100.sm_count) * a100.sm_clock_hz / 1e9};  // 60 ns a block on its 108 SMs
   given.eta_compute = 0.14;
-  given.eta_compute_mmha = 0.15;
+  given.mmha_flops_per_sm_cycle = 19.2;  // 2.92 TFLOP/s on its 108 SMs at 1,410 MHz, 15% of its FP32 peak
   given.eta_memory = 0.6;
   given.eta_memory_mmha = 0.85;
   std::string table = "kernel,batch,kv_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us\n";
@@ -1098,7 +1097,7 @@ TEST_CASE("Against: decode rows that run MMHA and XQA give back each kernel's fr
   for (int b : {1, 4, 16, 64, 256})
     for (int len : {512, 2048, 8192, 32768})
       for (auto [heads, kv_heads] : {std::pair{8, 8}, std::pair{32, 8}, std::pair{16, 2}}) {
-        const CalibratedTime t = timed_on(a100, gqa_decode_op(heads, kv_heads, b, len), given, fp32);
+        const CalibratedTime t = timed_on(a100, gqa_decode_op(heads, kv_heads, b, len), given);
         (t.mmha ? mmha_bytes : xqa_bytes) += t.memory > t.compute && t.memory.value > 2 * given.fixed.value ? 1 : 0;
         table += gqa_decode_line(b, len, heads, kv_heads, "bf16", t.time());
         if (!t.mmha) xqa_only += gqa_decode_line(b, len, heads, kv_heads, "bf16", t.time());
@@ -1118,24 +1117,24 @@ TEST_CASE("Against: decode rows that run MMHA and XQA give back each kernel's fr
   CHECK(xqa.gemm["eta_memory"].get<double>() == Approx(0.6).epsilon(0.05));
 }
 
-TEST_CASE("Against: decode rows of a large head group give back MMHA's fraction of the FP32 peak", "[validate]") {
-  // GQA decode rows on an H100 over a bf16 cache timed by the model itself, MMHA computing at 10% of
-  // the 67 TFLOP/s FP32 peak: 64 query heads over one KV head (no XQA kernel) are bound by it at long
-  // keys, 8 over 8 (MMHA too, one head per KV head) by their bytes, 32 over 8 run XQA on tensor cores.
-  // Fitted at the tensor peak, the 64-head rows would run up to 10x too fast.
+TEST_CASE("Against: decode rows of a large head group give back MMHA's FLOPs per SM cycle", "[validate]") {
+  // GQA decode rows on an H100 over a bf16 cache timed by the model itself, MMHA computing 25 FLOPs per
+  // cycle of each of its 132 SMs at 1,980 MHz (6.5 TFLOP/s, 10% of its FP32 peak): 64 query heads over
+  // one KV head (no XQA kernel) are bound by it at long keys, 8 over 8 (MMHA too, one head per KV head)
+  // by their bytes, 32 over 8 run XQA on tensor cores. Fitted at the tensor peak, the 64-head rows
+  // would run up to 10x too fast.
   const HardwareSpec h100 = load_gpu("h100");
-  const FlopsPerSecond fp32 = *h100.peak_flops(DType::fp32);
   KernelEfficiency given;
   given.fixed = Seconds{7e-6};
   given.per_sequence = Seconds{35e-9 * kH100SmGhz};
-  given.eta_compute_mmha = 0.1;
+  given.mmha_flops_per_sm_cycle = 25;
   given.eta_memory = 0.85;
   std::string table = "kernel,batch,kv_len,heads,kv_heads,head_dim,kv_dtype,dtype,latency_us\n";
   int cuda_bound = 0;
   for (int b : {1, 4, 16, 64, 256})
     for (int len : {64, 512, 2048, 8192, 32768})
       for (auto [heads, kv_heads] : {std::pair{64, 1}, std::pair{8, 8}, std::pair{32, 8}}) {
-        const CalibratedTime t = timed_on(h100, gqa_decode_op(heads, kv_heads, b, len), given, fp32);
+        const CalibratedTime t = timed_on(h100, gqa_decode_op(heads, kv_heads, b, len), given);
         cuda_bound += t.mmha && t.compute > t.memory ? 1 : 0;
         table += gqa_decode_line(b, len, heads, kv_heads, "bf16", t.time());
       }
@@ -1143,8 +1142,8 @@ TEST_CASE("Against: decode rows of a large head group give back MMHA's fraction 
   const GemmRefit refit = refit_of("against-mmha-compute", table, h100, "attention_decode");
   const nlohmann::json& g = refit.gemm;
   INFO(g.dump());
-  REQUIRE(g.contains("eta_compute_mmha"));
-  CHECK(g["eta_compute_mmha"].get<double>() == Approx(0.1).epsilon(0.05));
+  REQUIRE(g.contains("mmha_flops_per_sm_cycle"));
+  CHECK(g["mmha_flops_per_sm_cycle"].get<double>() == Approx(25).epsilon(0.05));
   CHECK(g["eta_memory"].get<double>() == Approx(0.85).epsilon(0.05));
   const auto e = parse_csv(refit.errors);
   REQUIRE(e.size() == 2);

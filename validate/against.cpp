@@ -116,8 +116,6 @@ Table2 read_csv(const fs::path& p) {
   return t;
 }
 
-// The non-tensor FP32 peak of a row's GPU, at which an MMHA launch computes (0: its file gives none).
-FlopsPerSecond cuda_core_peak(const Row& r) { return r.gpu->peak_flops(DType::fp32).value_or(FlopsPerSecond{0}); }
 // The SMs of a row's GPU (at least one).
 double sms_of(const Row& r) { return static_cast<double>(std::max<std::int64_t>(1, r.gpu->sm_count)); }
 // Whether a GQA decode row's launch runs TensorRT-LLM's MMHA kernel (launch_shape).
@@ -166,7 +164,7 @@ bool fixed_form_is_sm_clock(std::string_view kernel) { return kernel == kAttenti
 // ops from DRAM).
 // `passes_s`: the time of the row's other kernels (default: the one set_pass_times gave it).
 double row_time(const Row& r, const KernelEfficiency& k, std::optional<double> passes_s = std::nullopt) {
-  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms_of(r), r.gpu->sm_clock_hz, r.fp8, r.gpu->l2_cache, cuda_core_peak(r)).time().value +
+  return calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms_of(r), r.gpu->sm_clock_hz, r.fp8, r.gpu->l2_cache).time().value +
          (r.other_s + passes_s.value_or(r.passes_s));
 }
 double model_time(const Row& r, const GpuKernelFit& f) { return row_time(r, f.eff); }
@@ -206,7 +204,7 @@ KernelEfficiency without_linear_costs(KernelEfficiency k) {
 }
 RowParts row_parts(const Row& r, const KernelEfficiency& with_costs) {
   const KernelEfficiency k = without_linear_costs(with_costs);
-  const CalibratedTime t = calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms_of(r), r.gpu->sm_clock_hz, r.fp8, r.gpu->l2_cache, cuda_core_peak(r));
+  const CalibratedTime t = calibrated_time(r.op, k, FlopsPerSecond{r.peak}, r.gpu->memory_bandwidth, sms_of(r), r.gpu->sm_clock_hz, r.fp8, r.gpu->l2_cache);
   const bool own = !launch_costs(k, r.op.fp8_cache).fp8_cache;
   return RowParts{.launches = t.launches, .sequences = t.sequences * t.sequence_scale, .cta_waves = t.cta_waves, .held = t.fixed.value, .held_blocks = t.blocks.value,
                   .own = own, .mmha = own && t.mmha, .overlap = k.sequences_overlap, .cta_overlap = k.cta_overlap, .serial = k.serial_memory,
@@ -351,8 +349,8 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
       if (!(own_cache && r->op.fp8_cache))
         (runs_mmha(*r) ? mmha_rows : xqa_rows) = true;
   const bool own_mmha = mmha_rows && xqa_rows;
-  // MMHA computes on CUDA cores: where any row runs it (a fixed batch, an fp8 cache too), its FLOPs'
-  // fraction of the FP32 peak is fitted apart (eta_compute_mmha), the others held.
+  // MMHA computes on CUDA cores: where any row runs it (a fixed batch, an fp8 cache too), its FLOPs per
+  // SM cycle are fitted apart (mmha_flops_per_sm_cycle), the others held.
   const bool mmha_compute =
       kernel == kAttentionDecode && std::any_of(train.begin(), train.end(), [](const auto& row) { return runs_mmha(*row.first); });
   // Where rows run block-scaled fp8 GEMMs, the time of one step of their reduction (k_step) is fitted
@@ -393,7 +391,7 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
     for (const bool serial : serials)
       for (const bool overlap : overlaps)
       for (const bool cta_overlap : cta_overlaps) {
-      std::optional<double> eta_fp8, eta_tensor, eta_deep, eta_mmha, eta_mem_mmha;
+      std::optional<double> eta_fp8, eta_tensor, eta_deep, mmha_rate, eta_mem_mmha;
       std::optional<Seconds> fixed_cache, seq_cache, seq_mmha;
       std::optional<double> rows_cache;
       Seconds k_step{0};
@@ -407,7 +405,7 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
           return GpuKernelFit{.kernel = kernel,
                               .eff = KernelEfficiency{.fixed = Seconds{p[4]}, .per_sequence = Seconds{p[5]}, .eta_compute = p[0], .eta_compute_fp8 = eta_fp8,
                                                       .eta_compute_fp8_tensor = eta_tensor, .eta_compute_deepgemm = eta_deep, .fixed_fp8_cache = fixed_cache,
-                                                      .per_sequence_fp8_cache = seq_cache, .per_sequence_mmha = seq_mmha, .eta_compute_mmha = eta_mmha, .per_cta = cta, .k_step = k_step, .serial_memory = serial, .sequences_overlap = overlap, .cta_overlap = cta_overlap, .eta_memory = p[1], .eta_memory_mmha = eta_mem_mmha,
+                                                      .per_sequence_fp8_cache = seq_cache, .per_sequence_mmha = seq_mmha, .mmha_flops_per_sm_cycle = mmha_rate, .per_cta = cta, .k_step = k_step, .serial_memory = serial, .sequences_overlap = overlap, .cta_overlap = cta_overlap, .eta_memory = p[1], .eta_memory_mmha = eta_mem_mmha,
                                                       .memory_reach = p[2], .l2_speedup = per_cycle ? 1 : p[3],
                                                       .l2_bytes_per_sm_cycle = per_cycle ? p[3] : 0, .split_kv = split,
                                                       .resident_ctas = resident, .solo_share = solo, .fixed_at_sm_clock = fixed_form_is_sm_clock(kernel),
@@ -485,15 +483,16 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
                 block_rows = c[0];
               }, 0.98);
         if (!both) break;
-        // One fp8 efficiency alone, the others held (in the first round the per-tensor rows still take
-        // the block-scaled one, so both move them until the per-tensor one is fitted).
-        auto fit_alone = [&](std::optional<double> KernelEfficiency::*eta, double lowest = 0.05) {
-          const std::vector<double> e = grid_fit({geometric_axis(lowest, 1, 60)}, [&](const std::vector<double>& p) {
+        // One parameter alone over [lowest, highest], the others held: the fp8 efficiencies (in the first
+        // round the per-tensor rows still take the block-scaled one, so both move them until the
+        // per-tensor one is fitted), then MMHA's rate and fraction of the bandwidth below.
+        auto fit_alone = [&](std::optional<double> KernelEfficiency::*param, double lowest = 0.05, double highest = 1) {
+          const std::vector<double> e = grid_fit({geometric_axis(lowest, highest, 60)}, [&](const std::vector<double>& p) {
             GpuKernelFit g = f;
-            g.eff.*eta = p[0];
+            g.eff.*param = p[0];
             return loss_of(g);
           }, 2);
-          f.eff.*eta = e[0];
+          f.eff.*param = e[0];
           return e[0];
         };
         if (own_fp8) eta_fp8 = fit_alone(&KernelEfficiency::eta_compute_fp8);
@@ -523,9 +522,11 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
           fit_costs({tseqs}, [](KernelEfficiency& e, const std::vector<double>& p) { e.per_sequence_mmha = Seconds{p[0]}; });
           seq_mmha = f.eff.per_sequence_mmha;
         }
-        // CUDA cores run far below the tensor peak's fraction (H100's MMHA: 7% of the FP32 peak fitted,
-        // 10% on its 64-heads-per-KV-head rows alone).
-        if (mmha_compute) eta_mmha = fit_alone(&KernelEfficiency::eta_compute_mmha, 0.005);
+        // 1 to 128 FLOPs per SM cycle (the most A100's 64 FP32 lanes an SM do, the fewest of the GPUs
+        // measured; H100's MMHA fits 18.4, 26 on its 64-heads-per-KV-head rows alone). Not 256, Hopper's
+        // and Blackwell's most: where MMHA's rows are bound by their bytes the rate is free, and a rate
+        // no GPU's rows reach lets a memory pass apart (serial_memory) pass for the kernel's own.
+        if (mmha_compute) mmha_rate = fit_alone(&KernelEfficiency::mmha_flops_per_sm_cycle, 1, 128);
         // MMHA streams its cache apart from XQA's tiles: where rows run both, its fraction of the
         // bandwidth alone (A100's MMHA rows of one query head per KV head move 64 sequences of 8,192
         // keys at 0.84 of its bandwidth, where one fraction over both kernels fitted 0.61).
@@ -1133,7 +1134,7 @@ nlohmann::ordered_json fit_json(const GpuKernelFit& f) {
   if (f.eff.eta_compute_fp8) j["eta_compute_fp8"] = *f.eff.eta_compute_fp8;
   if (f.eff.eta_compute_fp8_tensor) j["eta_compute_fp8_tensor"] = *f.eff.eta_compute_fp8_tensor;
   if (f.eff.eta_compute_deepgemm) j["eta_compute_deepgemm"] = *f.eff.eta_compute_deepgemm;
-  if (f.eff.eta_compute_mmha) j["eta_compute_mmha"] = *f.eff.eta_compute_mmha;
+  if (f.eff.mmha_flops_per_sm_cycle) j["mmha_flops_per_sm_cycle"] = *f.eff.mmha_flops_per_sm_cycle;
   j["eta_memory"] = f.eff.eta_memory;
   if (f.eff.eta_memory_mmha) j["eta_memory_mmha"] = *f.eff.eta_memory_mmha;
   j["memory_reach"] = f.eff.memory_reach;

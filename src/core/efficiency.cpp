@@ -334,8 +334,8 @@ bool streams_at_mmha_fraction(const KernelEfficiency& k, bool mmha) { return mmh
 
 double eta_memory_for(const KernelEfficiency& k, bool mmha) { return streams_at_mmha_fraction(k, mmha) ? *k.eta_memory_mmha : k.eta_memory; }
 
-bool computes_on_cuda_cores(const KernelEfficiency& k, bool mmha, FlopsPerSecond cuda_core_peak) {
-  return mmha && k.eta_compute_mmha && cuda_core_peak.value > 0;
+bool computes_on_cuda_cores(const KernelEfficiency& k, bool mmha, double sms, double sm_clock_hz) {
+  return mmha && k.mmha_flops_per_sm_cycle && sms > 0 && sm_clock_hz > 0;
 }
 
 double block_cost_scale(const Tiling& t, double sms, double sm_clock_hz) {
@@ -396,7 +396,7 @@ Tiling launch_tiling(const Op& op, bool fp8, double sms) {
 }
 
 CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, double sm_clock_hz,
-                               bool fp8, Bytes l2, FlopsPerSecond cuda_core_peak) {
+                               bool fp8, Bytes l2) {
   CalibratedTime t;
   const Tiling tl = launch_tiling(op, fp8, sms);
   const LaunchShape launch = launch_shape(tl, sms);
@@ -408,10 +408,10 @@ CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPer
   t.waves = unsplit ? resident_wave_efficiency(ctas, sms, k.resident_ctas, k.solo_share) : wave_efficiency(ctas, sms);
   t.memory_waves = memory_wave_efficiency(ctas, sms, k.memory_reach);
   double compute = 0;
-  if (computes_on_cuda_cores(k, launch.mmha, cuda_core_peak)) {
+  if (computes_on_cuda_cores(k, launch.mmha, sms, sm_clock_hz)) {
     // MMHA: every query head's FLOPs on CUDA cores (no tensor-core tiles, so no padding).
     t.flops = op.flops.value;
-    compute = t.flops / (cuda_core_peak.value * *k.eta_compute_mmha * t.waves);
+    compute = t.flops / (sms * sm_clock_hz * *k.mmha_flops_per_sm_cycle * t.waves);
   } else {
     t.flops = flops;
     compute = flops / (peak.value * eta_c * t.waves);

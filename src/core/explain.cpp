@@ -437,8 +437,8 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
     const LaunchShape launch = launch_shape(tl, rf.sms);
     const std::optional<LatentPartition> part = latent_partition(tl, rf.sms, k.split_kv);
     // The counts the fixed term was paid for, as calibrated_time counted them.
-    const CalibratedTime counted = calibrated_time(op, k, peak, rf.bandwidth, rf.sms, rf.sm_clock_hz, takes_fp8_efficiency(op, rf), Bytes{0}, rf.peak_cuda_core);
-    const bool cuda_cores = computes_on_cuda_cores(k, launch.mmha, rf.peak_cuda_core);
+    const CalibratedTime counted = calibrated_time(op, k, peak, rf.bandwidth, rf.sms, rf.sm_clock_hz, takes_fp8_efficiency(op, rf), Bytes{0});
+    const bool cuda_cores = computes_on_cuda_cores(k, launch.mmha, rf.sms, rf.sm_clock_hz);
     const double sequences = counted.sequences;
     std::string partition;  // how the sequences a latent split launch pays t_seq for were counted
     if (part) {
@@ -466,9 +466,9 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                                     " / (bandwidth · ", streams_at_mmha_fraction(k, launch.mmha) ? "η_m,mmha" : "η_m", " · w_m)")};
     std::vector<std::string> mv{cat(num(bytes), " / (", si(rf.bandwidth.value, "B/s"), " · ", plain(eta_memory_for(k, launch.mmha)), " · ", plain(wm), ")")};
     if (cuda_cores) {
-      // MMHA on CUDA cores: the FLOPs at the FP32 peak, unpadded, no longest-CTA bound.
-      cf = {"F / (peak_fp32 · η_mmha · w)"};
-      cv = {cat(num(counted.flops), " / (", si(rf.peak_cuda_core.value, "FLOP/s"), " · ", plain(*k.eta_compute_mmha), " · ", plain(w), ")")};
+      // MMHA on CUDA cores: the FLOPs at the family's rate per SM cycle, unpadded, no longest-CTA bound.
+      cf = {"F / (SMs · clock · r_mmha · w)"};
+      cv = {cat(num(counted.flops), " / (", num(rf.sms), " · ", num(rf.sm_clock_hz / 1e6), " MHz · ", plain(*k.mmha_flops_per_sm_cycle), " FLOP/cycle · ", plain(w), ")")};
     } else if (const double longest = longest_cta_flops(tl, launch); longest > 0 && rf.sms > 0) {
       cf.push_back(cat("F_cta", longest < tl.longest_cta_flops ? " (its share of the split keys)" : "", " / (", at_fp8 ? "peak_fp8" : "peak", " / SMs · η_c)"));
       cv.push_back(cat(num(longest), " / (", si(peak.value, "FLOP/s"), " / ", num(rf.sms), " · ", plain(eta_c), ")"));
@@ -538,7 +538,7 @@ ExplainStep explain_op_time(const std::string& quantity, const Op& op, const Roo
                                                                            : "the engine has no XQA",
                                                    "): t_seq", costs.mmha ? " (MMHA's own)" : "",
                                                    " per block, one per query head and sequence", overlap ? " and each split of its keys, beyond the first wave, in whole waves" : "",
-                                                   cuda_cores ? ", its FLOPs on CUDA cores at the FP32 peak" : "")
+                                                   cuda_cores ? ", its FLOPs on CUDA cores at r_mmha FLOPs per SM cycle" : "")
                          : tl.decode_kernel ? cat(tl.tllm_gen ? ", TRTLLM-GEN (sm100's dispatch, any head group up to " + num(kTllmGenMaxGroup) + ", on XQA's grid)" : ", XQA",
                                                   overlap ? ": t_seq per block of its launch (one per KV head and sequence and each split of its keys) beyond its first wave, in whole waves: (⌈CTAs / SMs⌉ − 1) · SMs"
                                                           : ": t_seq per block, one per KV head and sequence")

@@ -17,7 +17,6 @@ Roofline roofline_for(const HardwareSpec& hw, DType compute, const Efficiency& e
   rf.peak_fp8 = hw.peak_flops(DType::fp8).value_or(FlopsPerSecond{0});
   rf.fp8_compute = compute == DType::fp8 && rf.peak_fp8.value > 0;
   rf.latent_fp8 = latent_decode_reads_fp8_cache(hw).value_or(false);
-  rf.peak_cuda_core = hw.peak_flops(DType::fp32).value_or(FlopsPerSecond{0});
   rf.decode_pair = gqa_decode_cost_pair(hw);
   return rf;
 }
@@ -74,7 +73,6 @@ Roofline speed_of_light(const Roofline& rf) {
   s.peak = rf.peak;
   s.bandwidth = rf.bandwidth;
   s.peak_fp8 = rf.peak_fp8;
-  s.peak_cuda_core = rf.peak_cuda_core;
   s.fp8_compute = rf.fp8_compute;
   s.latent_fp8 = rf.latent_fp8;
   s.deepgemm = rf.deepgemm;
@@ -150,7 +148,7 @@ OpTime op_time(const Op& op, const Roofline& rf) {
   t.intensity = op.bytes().value > 0 ? op.flops / op.bytes() : 0;
   if (const auto fam = rf.fit_family(family_of(op))) {
     const CalibratedTime c =
-        calibrated_time(op, *rf.kernels[static_cast<std::size_t>(*fam)], op_peak(op, rf), rf.bandwidth, rf.sms, rf.sm_clock_hz, takes_fp8_efficiency(op, rf), Bytes{0}, rf.peak_cuda_core);
+        calibrated_time(op, *rf.kernels[static_cast<std::size_t>(*fam)], op_peak(op, rf), rf.bandwidth, rf.sms, rf.sm_clock_hz, takes_fp8_efficiency(op, rf), Bytes{0});
     t.compute = c.compute, t.memory = c.memory, t.fixed = c.fixed, t.blocks = c.blocks, t.ctas = c.ctas, t.time = c.time(), t.serial = c.serial;
     t.compute_bound = t.compute + t.ctas >= t.memory;
     t.calibrated = true;

@@ -105,14 +105,17 @@ struct KernelEfficiency {
   // sequences of 2 keys take 167 µs through MMHA at 8 heads (16,384 blocks, 10 ns each) and 578 µs
   // through XQA at 8 KV heads of 16 (16,384 blocks, 35 ns each). Absent: per_sequence.
   std::optional<Seconds> per_sequence_mmha{};
-  // Of the GPU's non-tensor FP32 peak (HardwareSpec's fp32 entry), the rate at which TensorRT-LLM's
-  // MMHA decode kernel does its FLOPs, where it was fitted apart: MMHA computes each query head's dot
-  // products and weighted sum on CUDA cores, one block per query head and sequence, so a large head
-  // group over one KV head is bound by them, not by the tensor cores or the cache it reads. H100's
-  // TP1 rows of 64 query heads over one KV head (no XQA kernel above a group of 32) take 1,261 µs for
-  // 64 sequences of 4,096 keys in bf16 and 1,265 µs over an fp8 cache: the same time for half the
-  // bytes, 6.8 TFLOP/s, 10% of its 67 TFLOP/s FP32 peak. Absent: the tensor peak at eta_compute.
-  std::optional<double> eta_compute_mmha{};
+  // The FLOPs one SM does per cycle of its boost clock in TensorRT-LLM's MMHA decode kernel, where it
+  // was fitted apart: MMHA computes each query head's dot products and weighted sum on CUDA cores, one
+  // block per query head and sequence, so a large head group over one KV head is bound by them, not by
+  // the tensor cores or the cache it reads. H100's TP1 rows of 64 query heads over one KV head (no XQA
+  // kernel above a group of 32) take 1,261 µs for 64 sequences of 4,096 keys in bf16 and 1,265 µs over
+  // an fp8 cache: the same time for half the bytes, 6.8 TFLOP/s, 26 FLOPs per cycle of each of its 132
+  // SMs at 1,980 MHz. A rate per SM cycle, not a fraction of the FP32 peak, because that is what
+  // carries between GPUs: each GPU's own rows fit 18.8 (A100), 18.4 (H100), 23.8 (B200) and 24.0
+  // (GB200) FLOPs per SM cycle, where A100's SMs have half the FP32 lanes of the others (14.7%, 7.2%,
+  // 9.2% and 9.4% of the FP32 peak). Absent: the tensor peak at eta_compute.
+  std::optional<double> mmha_flops_per_sm_cycle{};
   // Per CTA the busiest SM runs, ⌈CTAs / SMs⌉ per launch: what a thread block costs beyond its share
   // of the FLOPs and bytes (loading its query tile, the softmax's final rescale, storing its output).
   // Fitted for the flash-attention prefill families, whose tables show it: the fraction of the peak a
@@ -535,12 +538,12 @@ struct CalibratedTime {
 // already counts).
 bool fits_l2(const Op& op, const KernelEfficiency& k, Bytes l2, double sms, double sm_clock_hz);
 // `fp8`: the op runs at the fp8 peak (eta_compute_fp8 where the family has it). `l2`: the GPU's L2
-// (0: unknown, no L2 term). `cuda_core_peak`: the GPU's non-tensor FP32 peak, at which an MMHA launch
-// computes where the family has eta_compute_mmha (0: unknown, the tensor peak as for every launch).
-// `sm_clock_hz`: the GPU's SM boost clock (HardwareSpec::sm_clock_hz), at which a GQA decode kernel's
-// blocks cost their SM time (block_cost_scale; 0: unknown, the blocks cost nothing, see roofline_for).
+// (0: unknown, no L2 term). `sm_clock_hz`: the GPU's SM boost clock (HardwareSpec::sm_clock_hz), at
+// which a GQA decode kernel's blocks cost their SM time (block_cost_scale; 0: unknown, the blocks cost
+// nothing, see roofline_for) and an MMHA launch computes at the family's mmha_flops_per_sm_cycle on
+// each of `sms` SMs (computes_on_cuda_cores).
 CalibratedTime calibrated_time(const Op& op, const KernelEfficiency& k, FlopsPerSecond peak, BytesPerSecond bandwidth, double sms, double sm_clock_hz,
-                               bool fp8, Bytes l2, FlopsPerSecond cuda_core_peak = FlopsPerSecond{0});
+                               bool fp8, Bytes l2);
 // The clock at which a GQA decode family's costs per block are stated: one SM's time per block at
 // 1 GHz, so a cost of 1 µs is 1,000 cycles of one SM.
 inline constexpr double kBlockCostClockHz = 1e9;
@@ -559,9 +562,9 @@ double block_rows_scale(double block_rows, const Tiling& t, bool mmha);
 // sm_clock_hz where they are SM time (KernelEfficiency::fixed_at_sm_clock), else 1. 0 where they are
 // SM time and the GPU gives no clock (the family cannot time it: roofline_for).
 double fixed_cost_scale(const KernelEfficiency& k, double sm_clock_hz);
-// Whether a launch computes on CUDA cores at the family's eta_compute_mmha (an MMHA launch of a family
-// that has one, on a GPU whose FP32 peak is known).
-bool computes_on_cuda_cores(const KernelEfficiency& k, bool mmha, FlopsPerSecond cuda_core_peak);
+// Whether a launch computes on CUDA cores at the family's mmha_flops_per_sm_cycle (an MMHA launch of a
+// family that has one, on a GPU whose SM count and SM clock are known).
+bool computes_on_cuda_cores(const KernelEfficiency& k, bool mmha, double sms, double sm_clock_hz);
 // Whether a launch streams at the family's own MMHA fraction (an MMHA launch, `mmha`, of a family that
 // has eta_memory_mmha).
 bool streams_at_mmha_fraction(const KernelEfficiency& k, bool mmha);

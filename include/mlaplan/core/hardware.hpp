@@ -37,7 +37,8 @@ struct HardwareSpec {
   std::int64_t sm_count = 0;                   // SMs (NVIDIA) or CUs (AMD)
   // The SMs' (CUs') highest boost clock, in Hz (0: not known): a GQA decode kernel's cost per thread
   // block is SM time, cycles that take sm_count·clock less on a GPU of more or faster SMs
-  // (KernelEfficiency::per_sequence, calibrated_time).
+  // (KernelEfficiency::per_sequence, calibrated_time), and TensorRT-LLM's MMHA kernel computes at a
+  // rate per SM cycle (KernelEfficiency::mmha_flops_per_sm_cycle).
   double sm_clock_hz = 0;
   Bytes l2_cache{0};
   BytesPerSecond scale_up_bandwidth_per_direction{0};   // NVLink (or Infinity Fabric) per GPU

@@ -63,14 +63,11 @@ struct Roofline {
   // Which GQA decode launches run TensorRT-LLM's TMA-fed kernels on this GPU, with the family's second
   // pair of launch costs (gqa_decode_cost_pair): on Blackwell also its dispatch (take_decode_dispatch).
   DecodeCostPair decode_pair = DecodeCostPair::none;
-  // The non-tensor FP32 peak, at which a calibrated family's MMHA launches compute where the family
-  // has eta_compute_mmha (efficiency.hpp); 0: unknown.
-  FlopsPerSecond peak_cuda_core{0};
   // Calibrated families (efficiency.hpp): an op of a family the profile has takes its calibrated
   // time on `sms` SMs; the others take the uniform efficiencies above and `launch`.
   std::array<std::optional<KernelEfficiency>, kKernelFamilyCount> kernels{};
   double sms = 0;
-  double sm_clock_hz = 0;  // HardwareSpec::sm_clock_hz, at which a GQA decode kernel's blocks cost their SM time
+  double sm_clock_hz = 0;  // HardwareSpec::sm_clock_hz, at which a GQA decode kernel's blocks cost their SM time and MMHA computes
   std::string eta_source = "speed of light";  // what the times assume, as outputs name it
   bool calibrated() const;
   // The family whose fitted parameters time an op of family f: its own; for a grouped GEMM without
