@@ -5,6 +5,7 @@
 
 #include "helpers.hpp"
 #include "mlaplan/core/crossover.hpp"
+#include "mlaplan/core/efficiency.hpp"
 #include "mlaplan/core/paths.hpp"
 #include "mlaplan/core/roofline.hpp"
 
@@ -290,6 +291,23 @@ TEST_CASE("The roofline crossover solves T_expand = T_absorb, FLOP-only ignores 
     // compute-bound at TP 1 and 8 alike; only the unsplit cache reads and weight reads differ.
     if (by_tp.size() == 2) CHECK(std::fabs(by_tp[0] - by_tp[1]) > 1e-6 * by_tp[0]);
   }
+}
+
+TEST_CASE("The folds tile their outputs 128 x 128 per head, and W_UV splits its 512-long reduction to fill the SMs", "[paths][example]") {
+  // DeepSeek-V3, one token at TP 1: W_UK [128 heads, 1, 128] x [128, 128, 512], W_UV [128, 1, 512] x [128, 512, 128].
+  const PathPlan p = mla_path(model("deepseek-v3"), step(1, 8191), PathKind::absorb);
+  const Op uk = op_of(p, OpId::q_absorb_w_uk), uv = op_of(p, OpId::out_absorb_w_uv);
+  CHECK(uk.tiling.ctas == 128 * 1 * 4);  // 512 output columns: four tiles a head
+  CHECK(uk.tiling.split_k == 1);         // K = 128: one slice
+  CHECK(uv.tiling.ctas == 128 * 1 * 1);
+  CHECK(uv.tiling.split_k == 4);         // K = 512: four slices of 128
+  // On H100's 132 SMs W_UV's 128 tiles split in two (⌈132 / 128⌉), W_UK's 512 not at all; at 64
+  // sequences (still one token tile a head) the same.
+  CHECK(launched_ctas(uv.tiling, 132) == 256);
+  CHECK(launched_ctas(uk.tiling, 132) == 512);
+  // 32 heads (TP 4) on 132 SMs: ⌈132 / 32⌉ = 5, cut to the four slices.
+  const Op uv4 = op_of(mla_path(model("deepseek-v3"), step(1, 8191, 4), PathKind::absorb), OpId::out_absorb_w_uv);
+  CHECK(launched_ctas(uv4.tiling, 132) == 32 * 4);
 }
 
 TEST_CASE("fp8 weight reads carry their block scales, at the model's own block shape", "[paths][example]") {

@@ -812,6 +812,15 @@ TEST_CASE("Against: the fit times a GEMM's input quantisation with the table's e
   CHECK(std::stod(e_alone[1][6]) > 2 * std::stod(e[1][6]));
 }
 
+// One layer of `m` at `heads` heads (as many KV heads), absorbed, for `batch` sequences of one token.
+PathPlan one_layer_absorb(ModelSpec m, int heads, int batch) {
+  m.heads = m.kv_heads = heads;
+  m.layers.resize(1);
+  Workload w;
+  w.groups = {SequenceGroup{batch, 1, 0}};
+  return mla_path(m, w, PathKind::absorb);
+}
+
 TEST_CASE("Against: fold rows timed over weights the L2 keeps give back the L2 speed-up and DRAM's efficiency", "[validate]") {
   // W_UK folds on an H100 timed by the model itself with an L2 speed-up of 1.7: at 128 heads the
   // weights are 16.8 MB, within the 50 MB L2, until the batch's queries and outputs push the set past
@@ -827,12 +836,7 @@ TEST_CASE("Against: fold rows timed over weights the L2 keeps give back the L2 s
   int in_l2 = 0, beyond = 0;
   for (int b : {1, 4, 16, 64, 256, 1024, 4096, 8192})
     for (int heads : {16, 32, 64, 128}) {
-      ModelSpec mm = m;
-      mm.heads = mm.kv_heads = heads;
-      mm.layers.resize(1);
-      Workload w;
-      w.groups = {SequenceGroup{b, 1, 0}};
-      const PathPlan plan = mla_path(mm, w, PathKind::absorb);
+      const PathPlan plan = one_layer_absorb(m, heads, b);
       const Op* op = plan.find(OpId::q_absorb_w_uk);
       REQUIRE(op);
       ++(fits_l2(*op, given, h100.l2_cache, static_cast<double>(h100.sm_count), h100.sm_clock_hz) ? in_l2 : beyond);
@@ -850,6 +854,45 @@ TEST_CASE("Against: fold rows timed over weights the L2 keeps give back the L2 s
   CHECK(refit.gemm["eta_memory"].get<double>() == Approx(0.75).epsilon(0.1));
   CHECK(refit.gemm["t_fixed_s"].get<double>() == Approx(6e-6).epsilon(0.15));
   CHECK(refit.held_out_median() < 0.02);  // held-out median error of the refit
+}
+
+TEST_CASE("Against: W_UK and W_UV fold rows give back their cost per CTA and DRAM's efficiency", "[validate]") {
+  // Both folds on an A100 timed by the model itself with 2 µs per CTA wave: W_UK (K = 128, N = 512)
+  // runs four output tiles for each of W_UV's (K = 512, N = 128) at the same FLOPs and about the same
+  // bytes, so only a cost per CTA tells them apart, and it trades against η_m (the folds stream), not
+  // η_c: fitted against η_c the pass stalls short of both.
+  const HardwareSpec a100 = load_gpu("a100-80gb");
+  const ModelSpec m = load_model("deepseek-v3");
+  const KernelEfficiency given{.fixed = Seconds{6e-6}, .per_sequence = Seconds{0}, .eta_compute = 0.7, .eta_compute_fp8 = std::nullopt,
+                               .eta_compute_fp8_tensor = std::nullopt, .fixed_fp8_cache = std::nullopt, .per_sequence_fp8_cache = std::nullopt,
+                               .per_cta = Seconds{2e-6}, .eta_memory = 0.85, .memory_reach = 4, .fixed_at_sm_clock = true, .rows = 0};
+  std::string table = "kernel,op,batch,heads,dtype,latency_us\n";
+  double uk_4096 = 0, uv_4096 = 0;
+  for (int b : {1, 8, 64, 256, 1024, 2048, 4096, 8192})
+    for (int heads : {2, 16, 64, 128}) {
+      const PathPlan plan = one_layer_absorb(m, heads, b);
+      for (const OpId id : {OpId::q_absorb_w_uk, OpId::out_absorb_w_uv}) {
+        const Op* op = plan.find(id);
+        REQUIRE(op);
+        const double t = calibrated_time(*op, given, *a100.peak_flops(DType::bf16), a100.memory_bandwidth, static_cast<double>(a100.sm_count), a100.sm_clock_hz,
+                                         false, a100.l2_cache).time().value;
+        if (b == 4096 && heads == 128) (id == OpId::q_absorb_w_uk ? uk_4096 : uv_4096) = t;
+        table += fmt::format("bmm,{},{},{},bf16,{:.6f}\n", id == OpId::q_absorb_w_uk ? "q_absorb_w_uk" : "out_absorb_w_uv", b, heads, t * 1e6);
+      }
+    }
+  // By hand at 4,096 tokens and 128 heads: W_UK's 128·32·4 = 16,384 CTAs, 152 waves of 108 SMs, pay
+  // 304 µs; W_UV's 128·32 = 4,096, 38 waves, 76 µs. Bytes: 128·128·512·2 = 16,777,216 of weights and
+  // 4,096·128·(128 + 512)·2 = 671,088,640 of activations, both folds, at 0.85 of 2.039 TB/s: 396.85 µs.
+  // The fixed cost: 6 µs at 1 GHz, 4.2553 µs at A100's 1,410 MHz.
+  const double stream = (16777216.0 + 671088640.0) / (2.039e12 * 0.85), fixed = 6e-6 / 1.41;
+  CHECK(uk_4096 == Approx(fixed + 152 * 2e-6 + std::max(stream, 2.0 * 4096 * 128 * 128 * 512 / (312e12 * 0.7 * 16384 / (152 * 108.0)))).epsilon(1e-9));
+  CHECK(uv_4096 == Approx(fixed + 38 * 2e-6 + std::max(stream, 2.0 * 4096 * 128 * 128 * 512 / (312e12 * 0.7 * 4096 / (38 * 108.0)))).epsilon(1e-9));
+  const GemmRefit refit = refit_of("against-bmm-cta", table, a100, "bmm");
+  INFO(refit.gemm.dump());
+  REQUIRE(refit.gemm.contains("t_cta_s"));
+  CHECK(refit.gemm["t_cta_s"].get<double>() == Approx(2e-6).epsilon(0.15));
+  CHECK(refit.gemm["eta_memory"].get<double>() == Approx(0.85).epsilon(0.1));
+  CHECK(refit.held_out_median() < 0.03);
 }
 
 TEST_CASE("Against: prefill rows whose cost per CTA hides under the streaming give that mode back", "[validate]") {
@@ -976,7 +1019,6 @@ TEST_CASE("Against: a Blackwell GPU's decode rows pay one pair of costs over eit
         }
   const GemmRefit refit = refit_of("against-blackwell-decode", table, b200, "attention_decode");
   const nlohmann::json& g = refit.gemm;
-  INFO(g.dump());
   CHECK_FALSE(g.contains("t_fixed_fp8_cache_s"));
   CHECK(g["t_fixed_s"].get<double>() == Approx(17.7e-6).epsilon(0.1));
   CHECK(g["t_seq_s"].get<double>() == Approx(3.3e-6).epsilon(0.15));
@@ -1005,7 +1047,6 @@ TEST_CASE("Against: decode rows whose blocks cost more at wider head groups give
         }
   const GemmRefit refit = refit_of("against-block-rows", table, b200, "attention_decode");
   const nlohmann::json& g = refit.gemm;
-  INFO(g.dump());
   REQUIRE(g.contains("block_query_rows"));
   CHECK(g["block_query_rows"].get<double>() == Approx(8).epsilon(0.15));
   CHECK(g["t_seq_s"].get<double>() == Approx(3.3e-6).epsilon(0.15));
@@ -1037,7 +1078,6 @@ TEST_CASE("Against: decode rows give back MMHA's own cost per block, and a block
   CHECK(xqa > 20);
   const GemmRefit refit = refit_of("against-decode-blocks", table, h100, "attention_decode");
   const nlohmann::json& g = refit.gemm;
-  INFO(g.dump());
   CHECK(g.value("per_sequence_overlapped", false));
   CHECK(g["t_seq_s"].get<double>() == Approx(35e-9 * kH100SmGhz).epsilon(0.15));
   REQUIRE(g.contains("t_seq_mmha_s"));
@@ -1071,7 +1111,6 @@ TEST_CASE("Against: decode rows bound by XQA's compute give back its fraction of
       }
   const GemmRefit refit = refit_of("against-decode-compute", table, h100, "attention_decode");
   const nlohmann::json& g = refit.gemm;
-  INFO(g.dump());
   CHECK(g["eta_compute"].get<double>() == Approx(0.065).epsilon(0.1));
   CHECK(g["eta_memory"].get<double>() == Approx(0.85).epsilon(0.05));
   CHECK(refit.held_out_median() < 0.02);  // held-out median error of the refit
@@ -1106,7 +1145,6 @@ TEST_CASE("Against: decode rows that run MMHA and XQA give back each kernel's fr
   CHECK(xqa_bytes >= 5);
   const GemmRefit refit = refit_of("against-mmha-memory", table, a100, "attention_decode");
   const nlohmann::json& g = refit.gemm;
-  INFO(g.dump());
   REQUIRE(g.contains("eta_memory_mmha"));
   CHECK(g["eta_memory_mmha"].get<double>() == Approx(0.85).epsilon(0.05));
   CHECK(g["eta_memory"].get<double>() == Approx(0.6).epsilon(0.05));
@@ -1141,7 +1179,6 @@ TEST_CASE("Against: decode rows of a large head group give back MMHA's FLOPs per
   CHECK(cuda_bound >= 10);  // rows the CUDA cores' rate decides
   const GemmRefit refit = refit_of("against-mmha-compute", table, h100, "attention_decode");
   const nlohmann::json& g = refit.gemm;
-  INFO(g.dump());
   REQUIRE(g.contains("mmha_flops_per_sm_cycle"));
   CHECK(g["mmha_flops_per_sm_cycle"].get<double>() == Approx(25).epsilon(0.05));
   CHECK(g["eta_memory"].get<double>() == Approx(0.85).epsilon(0.05));
@@ -1649,7 +1686,6 @@ TEST_CASE("Against: fp8-cache latent decode rows run at the fp8 peak and give ba
         }
   const GemmRefit refit = refit_of("against-fp8-latent", table, h100, "absorbed_decode");
   const nlohmann::json& g = refit.gemm;
-  INFO(g.dump());
   CHECK(g["eta_compute"].get<double>() == Approx(0.5).epsilon(0.05));
   REQUIRE(g.contains("eta_compute_fp8"));
   CHECK(g["eta_compute_fp8"].get<double>() == Approx(0.3).epsilon(0.05));

@@ -272,11 +272,18 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
                                                   : geometric_axis(1e-10, 1e-6, 10);
     tseqs[0] = 0;
   }
-  // The flash prefill kernels (expanded MLA and GQA prompts): 0, then 10 ns .. 10 µs per CTA the
-  // busiest SM runs. Elsewhere none: a latent kernel's per-sequence cost is already per piece the
-  // busiest SM starts, a decode kernel's per block, and a GEMM's tables do not separate it from η_c.
+  // The flash prefill kernels (expanded MLA and GQA prompts) and the folds: 0, then 10 ns .. 10 µs per
+  // CTA the busiest SM runs. A fold's tables show it plainly: W_UK (K = 128, N = 512) and W_UV (K = 512,
+  // N = 128) do the same FLOPs and move about the same bytes, yet aiconfigurator's A100 rows of 4,096
+  // tokens at 128 heads take 739 µs for W_UK (16,384 output tiles, 152 waves of 108 SMs) and 6,144
+  // tokens 705 µs for W_UV (6,144 tiles, 57 waves); the two rows alone solve to η_m 0.86 and 2.3 µs a
+  // wave: each tile's prologue and the store of its output. Elsewhere none: a latent kernel's
+  // per-sequence cost is already per piece the busiest SM starts, a decode kernel's per block, and a
+  // GEMM's tables do not separate it from η_c (fitted, H100's in-table error fell 7.1% -> 6.6%, but on
+  // rows the model made without one, bf16 and two kinds of fp8, it took 0.2-0.3 µs and moved the
+  // per-tensor fp8 η_c 0.70 -> 0.74-0.77, even kept only for a 2% gain in the second round alone).
   std::vector<double> tctas{0};
-  if (kernel == kPrefill || kernel == kAttention) {
+  if (kernel == kPrefill || kernel == kAttention || kernel == kBmm) {
     tctas = geometric_axis(1e-8, 1e-5, 12);
     tctas[0] = 0;
   }
@@ -448,17 +455,22 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
                 }
               }))
             break;
-        // The cost per CTA with the other two costs and η_c, which it trades against (both slow the
-        // short prompts' many small CTAs), the memory terms held; then the efficiencies again: twice
+        // The cost per CTA with the other two costs and the efficiency it trades against, the others
+        // held: η_c for the prefill kernels (both slow the short prompts' many small CTAs), η_m and
+        // η_c for the folds, which stream (A100's fold rows fit η_m 0.84 and 1.5 µs a CTA, 7.5% held
+        // out; against η_c alone the pass stalls at η_m 0.64 and 0.02 µs, 11.5%, and against η_m alone
+        // rows the model made with 2 µs give back 1.4); then the efficiencies again: twice
         // (a seventh axis in the search would multiply its refinement rounds tenfold). Undone where
         // worse: the cost per CTA never leaves a worse fit than none.
         for (int pass = 0; tctas.size() > 1 && pass < 2; ++pass)
           if (!pass_unless_worse([&] {
-                const std::vector<double> c = grid_fit({etas, t0s, tseqs, tctas}, [&](const std::vector<double>& p) {
+                const bool fold = kernel == kBmm;  // a fold has no sequences to cost: its third axis is η_c
+                const std::vector<double> c = grid_fit({etas, t0s, fold ? etas : tseqs, tctas}, [&](const std::vector<double>& p) {
                   GpuKernelFit g = f;
-                  g.eff.eta_compute = p[0];
+                  (fold ? g.eff.eta_memory : g.eff.eta_compute) = p[0];
                   g.eff.fixed = Seconds{p[1]};
-                  g.eff.per_sequence = Seconds{p[2]};
+                  if (fold) g.eff.eta_compute = p[2];
+                  else g.eff.per_sequence = Seconds{p[2]};
                   g.eff.per_cta = Seconds{p[3]};
                   return loss_of(g);
                 }, 2);
