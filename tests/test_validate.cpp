@@ -882,7 +882,7 @@ TEST_CASE("Against: W_UK and W_UV fold rows give back their cost per CTA and DRA
     }
   // By hand at 4,096 tokens and 128 heads: W_UK's 128·32·4 = 16,384 CTAs, 152 waves of 108 SMs, pay
   // 304 µs; W_UV's 128·32 = 4,096, 38 waves, 76 µs. Bytes: 128·128·512·2 = 16,777,216 of weights and
-  // 4,096·128·(128 + 512)·2 = 671,088,640 of activations, both folds, at 0.85 of 2.039 TB/s: 396.85 µs.
+  // 4,096·128·(128 + 512)·2 = 671,088,640 of activations, both folds, at 0.85 of 2.039 TB/s: 396.89 µs.
   // The fixed cost: 6 µs at 1 GHz, 4.2553 µs at A100's 1,410 MHz.
   const double stream = (16777216.0 + 671088640.0) / (2.039e12 * 0.85), fixed = 6e-6 / 1.41;
   CHECK(uk_4096 == Approx(fixed + 152 * 2e-6 + std::max(stream, 2.0 * 4096 * 128 * 128 * 512 / (312e12 * 0.7 * 16384 / (152 * 108.0)))).epsilon(1e-9));

@@ -274,10 +274,10 @@ GpuKernelFit fit(const std::string& kernel, const std::vector<const Row*>& rows)
   }
   // The flash prefill kernels (expanded MLA and GQA prompts) and the folds: 0, then 10 ns .. 10 µs per
   // CTA the busiest SM runs. A fold's tables show it plainly: W_UK (K = 128, N = 512) and W_UV (K = 512,
-  // N = 128) do the same FLOPs and move about the same bytes, yet aiconfigurator's A100 rows of 4,096
-  // tokens at 128 heads take 739 µs for W_UK (16,384 output tiles, 152 waves of 108 SMs) and 6,144
-  // tokens 705 µs for W_UV (6,144 tiles, 57 waves); the two rows alone solve to η_m 0.86 and 2.3 µs a
-  // wave: each tile's prologue and the store of its output. Elsewhere none: a latent kernel's
+  // N = 128) do the same FLOPs and move the same bytes, yet aiconfigurator's A100 rows of 4,096 tokens
+  // at 128 heads take 739 µs for W_UK (16,384 output tiles, 152 waves of 108 SMs) and 458 µs for W_UV
+  // (4,096 tiles, 38 waves); the two rows alone solve to η_m 0.93 and 2.5 µs a wave: each tile's
+  // prologue and the store of its output. Elsewhere none: a latent kernel's
   // per-sequence cost is already per piece the busiest SM starts, a decode kernel's per block, and a
   // GEMM's tables do not separate it from η_c (fitted, H100's in-table error fell 7.1% -> 6.6%, but on
   // rows the model made without one, bf16 and two kinds of fp8, it took 0.2-0.3 µs and moved the

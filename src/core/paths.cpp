@@ -220,11 +220,13 @@ void add_o_proj(PathPlan& p, const MlaGeometry& g, const BatchTotals& t) { p.add
 // A per-head fold, [h_t, T, in] × [h_t, in, out]: W_UK into the query (in d_n, out r) and W_UV
 // into the output (in r, out d_v). The weights are read once, the activations once per token. A
 // launch of fewer tiles than SMs splits the reduction in slices of at least kFoldSplitKMin (W_UV's 512
-// in four): aiconfigurator's A100 rows of W_UV at 2 heads take 8.8-8.9 µs from 256 to 2,048 tokens,
+// in four): aiconfigurator's A100 rows of W_UV at 2 heads take 8.7-8.9 µs from 256 to 2,048 tokens,
 // where 2,048 tokens' 32 whole 128 x 128 x 512 tiles, one to an SM, take 5.8 µs of tensor-core time
-// each at the dense peak beside the launch's 4.6 µs fixed cost. The folds' rows fit 7.3% held out
-// in-table split, 10.0% unsplit (their cost per CTA fitted against η_m alone; W_UK, K = 128, never
-// splits).
+// each at the dense peak beside the launch's 4.4 µs fixed cost. The folds' rows fit 7.3% held out
+// in-table split, 10.0% unsplit (their cost per CTA fitted against η_m alone then; W_UK, K = 128,
+// never splits). The slices are launched_ctas' ⌈SMs / tiles⌉ at most, as a GEMM's: 32 tiles on 108
+// SMs take four, 128 CTAs in two waves, which times those very rows 20-32% slow (1,024 tokens at 4
+// heads, 2,048 at 2); ⌊SMs / tiles⌋, one wave, is untried.
 Op fold(OpId id, const MlaGeometry& g, const BatchTotals& t, double in, double out) {
   Op op;
   op.id = id;

@@ -122,8 +122,8 @@ struct KernelEfficiency {
   // causal prefill reaches grows with the prompt at a fixed count of CTAs per key (TensorRT-LLM's
   // context MLA on H100 at 128 heads, bf16: 31% of the dense peak at 1,024 tokens, 55% at 4,096).
   // And for the W_UK / W_UV folds (bmm), an output tile's prologue and store: at the same FLOPs and
-  // about the same bytes, aiconfigurator's A100 rows take 739 µs for W_UK at 4,096 tokens and 128
-  // heads (16,384 tiles of 128 x 128) and 705 µs for W_UV at 6,144 (6,144 tiles). Each GPU's own rows
+  // bytes, aiconfigurator's A100 rows take 739 µs for W_UK at 4,096 tokens and 128 heads (16,384
+  // tiles of 128 x 128) and 458 µs for W_UV (4,096 tiles). Each GPU's own rows
   // fit 1.6 µs a CTA on A100 and 0.32 on H100, B200 and GB200; the pooled fits (blackwell, any) near 0.
   Seconds per_cta{0};
   // The time of one step of a block-scaled fp8 GEMM's reduction in one CTA, one SM's time at 1 GHz
