@@ -226,7 +226,8 @@ void add_o_proj(PathPlan& p, const MlaGeometry& g, const BatchTotals& t) { p.add
 // in-table split, 10.0% unsplit (their cost per CTA fitted against η_m alone then; W_UK, K = 128,
 // never splits). The slices are launched_ctas' ⌈SMs / tiles⌉ at most, as a GEMM's: 32 tiles on 108
 // SMs take four, 128 CTAs in two waves, which times those very rows 20-32% slow (1,024 tokens at 4
-// heads, 2,048 at 2); ⌊SMs / tiles⌋, one wave, is untried.
+// heads, 2,048 at 2). ⌊SMs / tiles⌋, one wave, fits the folds' rows better in-table (A100 7.5% ->
+// 6.4%, H100 5.6% -> 5.0%) but H100's GEMMs worse (7.2% -> 7.6%): a rule of the folds' own, not yet made.
 Op fold(OpId id, const MlaGeometry& g, const BatchTotals& t, double in, double out) {
   Op op;
   op.id = id;
