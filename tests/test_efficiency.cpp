@@ -1793,27 +1793,16 @@ TEST_CASE("efficiency profiles: hostile input is one line naming the file and ke
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.per_sequence_mmha_s' = -1e-09: expected a number in [0, 1]");
   j["kernels"]["absorbed_decode"]["per_sequence_mmha_s"] = nullptr;
   CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.per_sequence_mmha_s' = null: expected a number in [0, 1]");
-  j = minimal_profile();
-  j["kernels"]["absorbed_decode"]["mmha_flops_per_sm_cycle"] = 0;
-  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.mmha_flops_per_sm_cycle' = 0: expected a number in (0, 256]");
-  j["kernels"]["absorbed_decode"]["mmha_flops_per_sm_cycle"] = 257;
-  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.mmha_flops_per_sm_cycle' = 257: expected a number in (0, 256]");
-  j["kernels"]["absorbed_decode"]["mmha_flops_per_sm_cycle"] = "20";
-  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.mmha_flops_per_sm_cycle' = \"20\": expected a number in (0, 256]");
-  // The fraction of the FP32 peak it replaced: refused by name, not ignored.
+  // The fraction of the FP32 peak MMHA's rate replaced: refused by name, not ignored.
   j = minimal_profile();
   j["kernels"]["absorbed_decode"]["eta_compute_mmha"] = 0.1;
   CHECK(refusal(j).rfind("p.json: key 'kernels.absorbed_decode.eta_compute_mmha' = 0.1", 0) == 0);
-  j = minimal_profile();
-  j["kernels"]["absorbed_decode"]["eta_memory_mmha"] = 0;
-  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.eta_memory_mmha' = 0: expected a number in (0, 1]");
-  j["kernels"]["absorbed_decode"]["eta_memory_mmha"] = 1.5;
-  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.eta_memory_mmha' = 1.5: expected a number in (0, 1]");
-  j["kernels"]["absorbed_decode"]["eta_memory_mmha"] = "0.85";
-  CHECK(refusal(j) == "p.json: key 'kernels.absorbed_decode.eta_memory_mmha' = \"0.85\": expected a number in (0, 1]");
-  // The two forms of the L2 term, each outside its range (a value below, one above, null).
-  for (const auto& [key, low, high, range] : {std::tuple{"l2_bytes_per_sm_cycle", "0.9", "257", "[1, 256]"}, std::tuple{"l2_speedup", "0.9", "17", "[1, 16]"}})
-    for (const char* bad : {low, high, "null"}) {
+  // MMHA's rate and bandwidth fraction and the two forms of the L2 term, each outside its range (a
+  // value below, one above, one not a number).
+  for (const auto& [key, low, high, other, range] :
+       {std::tuple{"mmha_flops_per_sm_cycle", "0", "257", "\"20\"", "(0, 256]"}, std::tuple{"eta_memory_mmha", "0", "1.5", "\"0.85\"", "(0, 1]"},
+        std::tuple{"l2_bytes_per_sm_cycle", "0.9", "257", "null", "[1, 256]"}, std::tuple{"l2_speedup", "0.9", "17", "null", "[1, 16]"}})
+    for (const char* bad : {low, high, other}) {
       j = minimal_profile();
       j["kernels"]["absorbed_decode"][key] = json::parse(bad);
       CHECK(refusal(j) == fmt::format("p.json: key 'kernels.absorbed_decode.{}' = {}: expected a number in {}", key, bad, range));
